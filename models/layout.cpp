@@ -1,0 +1,175 @@
+#include "models/layout.hpp"
+
+#include <sstream>
+
+#include "common/error.hpp"
+
+namespace sixfold {
+
+Count micro_batches_per_step(const Layout& l, const Workload& w) {
+  return w.global_batch / (Count(l.dp) * l.micro_batch);
+}
+
+std::vector<int> stage_layer_counts(const ModelSpec& m, const Layout& l) {
+  std::vector<int> counts(l.pp, 0);
+  if (l.pp == 1) {
+    counts[0] = m.layers;
+    return counts;
+  }
+  int rest = m.layers;
+  int first = l.first_stage_layers, last = l.last_stage_layers;
+  int middle_stages = l.pp;
+  if (first > 0) { rest -= first; --middle_stages; }
+  if (last > 0) { rest -= last; --middle_stages; }
+  int base = middle_stages > 0 ? rest / middle_stages : 0;
+  int extra = middle_stages > 0 ? rest % middle_stages : 0;
+  for (int s = 0; s < l.pp; ++s) {
+    if (s == 0 && first > 0) counts[s] = first;
+    else if (s == l.pp - 1 && last > 0) counts[s] = last;
+    else counts[s] = base + (extra-- > 0 ? 1 : 0);
+  }
+  return counts;
+}
+
+void validate_layout(const ModelSpec& m, const Layout& l, const Workload& w, int gpus) {
+  auto need = [](bool ok, const char* constraint, const std::string& detail) {
+    if (!ok) throw LayoutError(constraint, detail);
+  };
+  const auto s = [](auto v) { return std::to_string(v); };
+  need(l.dp >= 1 && l.tp >= 1 && l.pp >= 1 && l.cp >= 1 && l.ep >= 1 && l.etp >= 1 && l.vpp >= 1,
+       "degrees are positive", describe(l));
+  if (gpus > 0)
+    need(l.gpus() == gpus, "dp*tp*pp*cp = gpus",
+         s(l.dp) + "*" + s(l.tp) + "*" + s(l.pp) + "*" + s(l.cp) + " = " + s(l.gpus()) + ", not " + s(gpus));
+  need(m.heads % l.tp == 0, "tp divides heads", "tp=" + s(l.tp) + ", heads=" + s(m.heads));
+  need(m.kv_heads % l.tp == 0 || l.tp % m.kv_heads == 0, "tp divides kv heads (or kv heads divide tp)",
+       "tp=" + s(l.tp) + ", kv_heads=" + s(m.kv_heads));
+  need(!l.sp || l.tp > 1, "sequence parallelism needs tp > 1", "sp on with tp=1");
+  need(l.zero >= 0 && l.zero <= 3, "zero stage in 0..3", "zero=" + s(l.zero));
+  need(l.micro_batch >= 1, "micro-batch is positive", s(l.micro_batch));
+  need(w.global_batch % (Count(l.dp) * l.micro_batch) == 0, "global batch divisible by dp*micro-batch",
+       "global batch " + s(w.global_batch) + ", dp " + s(l.dp) + ", micro-batch " + s(l.micro_batch));
+  need(w.seq % (2 * l.cp) == 0 || l.cp == 1, "cp splits the sequence into 2*cp chunks",
+       "seq " + s(w.seq) + ", cp " + s(l.cp));
+  if (l.sp) need(w.seq / l.cp % l.tp == 0, "tp divides the sequence under sp", "seq/cp " + s(w.seq / l.cp) + ", tp " + s(l.tp));
+  if (m.moe.enabled()) {
+    need(m.moe.num_experts % l.ep == 0, "ep divides experts", "ep=" + s(l.ep) + ", experts=" + s(m.moe.num_experts));
+    need((Count(l.tp) * l.cp * l.dp) % (Count(l.ep) * l.etp) == 0, "ep*etp divides tp*cp*dp",
+         "ep*etp=" + s(l.ep * l.etp) + ", tp*cp*dp=" + s(l.tp * l.cp * l.dp));
+  } else {
+    need(l.ep == 1 && l.etp == 1, "ep and etp are 1 for a dense model", "ep=" + s(l.ep) + ", etp=" + s(l.etp));
+  }
+  need(l.pp <= m.layers, "pp at most the layers", "pp=" + s(l.pp) + ", layers=" + s(m.layers));
+  if (l.first_stage_layers > 0 || l.last_stage_layers > 0) {
+    need(l.pp > 1, "uneven stages need pp > 1", "pp=1");
+    int fixed = l.first_stage_layers + l.last_stage_layers;
+    int others = l.pp - (l.first_stage_layers > 0) - (l.last_stage_layers > 0);
+    need(fixed < m.layers && (others == 0 ? fixed == m.layers : m.layers - fixed >= others),
+         "uneven stages leave at least one layer per stage",
+         "first " + s(l.first_stage_layers) + ", last " + s(l.last_stage_layers) + ", layers " + s(m.layers));
+  }
+  if (l.schedule == Schedule::Interleaved) {
+    need(l.pp > 1, "interleaved schedule needs pp > 1", "pp=1");
+    for (int c : stage_layer_counts(m, l))
+      need(c % l.vpp == 0, "vpp divides layers per stage", "vpp=" + s(l.vpp) + ", a stage has " + s(c) + " layers");
+    Count mbs = micro_batches_per_step(l, w);
+    need(mbs % l.pp == 0, "interleaved schedule needs micro-batches divisible by pp",
+         s(mbs) + " micro-batches, pp=" + s(l.pp));
+  } else {
+    need(l.vpp == 1, "vpp > 1 needs the interleaved schedule", "vpp=" + s(l.vpp));
+  }
+}
+
+std::string to_string(Dtype d) {
+  switch (d) {
+    case Dtype::FP32: return "fp32";
+    case Dtype::TF32: return "tf32";
+    case Dtype::BF16: return "bf16";
+    case Dtype::FP16: return "fp16";
+    case Dtype::FP8: return "fp8";
+  }
+  return "?";
+}
+std::string to_string(Recompute r) {
+  switch (r) {
+    case Recompute::None: return "none";
+    case Recompute::Selective: return "selective";
+    case Recompute::Full: return "full";
+  }
+  return "?";
+}
+std::string to_string(DpOverlap o) {
+  switch (o) {
+    case DpOverlap::None: return "none";
+    case DpOverlap::PerLayer: return "per-layer";
+    case DpOverlap::Bucketed: return "bucketed";
+  }
+  return "?";
+}
+std::string to_string(Schedule s) {
+  switch (s) {
+    case Schedule::GPipe: return "gpipe";
+    case Schedule::OneFOneB: return "1f1b";
+    case Schedule::Interleaved: return "interleaved";
+    case Schedule::ZeroBubble: return "zero-bubble";
+  }
+  return "?";
+}
+
+namespace {
+template <typename E, size_t N>
+E parse_enum(const std::string& s, const char* what, const std::pair<const char*, E> (&table)[N]) {
+  std::string allowed;
+  for (const auto& [name, value] : table) {
+    if (s == name) return value;
+    allowed += (allowed.empty() ? "" : ", ") + std::string(name);
+  }
+  throw UsageError("unknown " + std::string(what) + " '" + s + "' (allowed: " + allowed + ")");
+}
+}  // namespace
+
+Dtype parse_dtype(const std::string& s) {
+  static const std::pair<const char*, Dtype> t[] = {
+      {"bf16", Dtype::BF16}, {"fp16", Dtype::FP16}, {"fp8", Dtype::FP8}, {"fp32", Dtype::FP32}, {"tf32", Dtype::TF32}};
+  return parse_enum(s, "dtype", t);
+}
+Recompute parse_recompute(const std::string& s) {
+  static const std::pair<const char*, Recompute> t[] = {
+      {"none", Recompute::None}, {"selective", Recompute::Selective}, {"full", Recompute::Full}};
+  return parse_enum(s, "recompute", t);
+}
+DpOverlap parse_dp_overlap(const std::string& s) {
+  static const std::pair<const char*, DpOverlap> t[] = {
+      {"none", DpOverlap::None}, {"per-layer", DpOverlap::PerLayer}, {"bucketed", DpOverlap::Bucketed}};
+  return parse_enum(s, "dp-overlap", t);
+}
+Schedule parse_schedule(const std::string& s) {
+  static const std::pair<const char*, Schedule> t[] = {{"1f1b", Schedule::OneFOneB},
+                                                       {"interleaved", Schedule::Interleaved},
+                                                       {"gpipe", Schedule::GPipe},
+                                                       {"zero-bubble", Schedule::ZeroBubble}};
+  return parse_enum(s, "schedule", t);
+}
+
+Count bytes_per_element(Dtype d) {
+  switch (d) {
+    case Dtype::FP8: return 1;
+    case Dtype::BF16:
+    case Dtype::FP16: return 2;
+    default: return 4;
+  }
+}
+
+std::string describe(const Layout& l) {
+  std::ostringstream o;
+  o << "dp=" << l.dp << " tp=" << l.tp << " pp=" << l.pp;
+  if (l.vpp > 1) o << " vpp=" << l.vpp;
+  if (l.cp > 1) o << " cp=" << l.cp;
+  if (l.ep > 1) o << " ep=" << l.ep;
+  if (l.etp > 1) o << " etp=" << l.etp;
+  if (l.sp) o << " sp";
+  o << " zero=" << l.zero << " mbs=" << l.micro_batch << " recompute=" << to_string(l.recompute);
+  return o.str();
+}
+
+}  // namespace sixfold

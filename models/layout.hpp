@@ -1,0 +1,71 @@
+#pragma once
+// The parallel layout of a training run and the workload it runs. It lives in models/ (not
+// simulator/ as DESIGN.md first said) because expanding a model into its step program needs it,
+// and models/ sits below simulator/.
+#include <string>
+#include <vector>
+
+#include "common/units.hpp"
+#include "models/model_spec.hpp"
+
+namespace sixfold {
+
+enum class Dtype { FP32, TF32, BF16, FP16, FP8 };
+enum class Recompute { None, Selective, Full };
+// How DP gradients are reduced: after the whole backward (the seed's "DP naive"), one
+// non-blocking all-reduce per layer during backward ("DP interleaved"), or DDP-style buckets.
+enum class DpOverlap { None, PerLayer, Bucketed };
+enum class Schedule { GPipe, OneFOneB, Interleaved, ZeroBubble };
+
+struct Layout {
+  int dp = 1, tp = 1, pp = 1, vpp = 1, cp = 1, ep = 1;
+  int etp = 1;        // expert tensor parallel size (Megatron-Core); ep*etp divides tp*cp*dp
+  bool sp = false;    // Megatron sequence parallelism (needs tp > 1)
+  int zero = 0;       // 0 DDP, 1 optimizer states, 2 + gradients, 3 + parameters sharded over dp (x cp)
+  Count micro_batch = 1;
+  Recompute recompute = Recompute::None;
+  DpOverlap dp_overlap = DpOverlap::Bucketed;
+  Bytes bucket_bytes = 25 * kMiB;  // PyTorch DDP's default bucket_cap_mb = 25
+  bool tp_overlap = false;         // TP communication overlapped with GEMMs (TransformerEngine userbuffers)
+  Schedule schedule = Schedule::OneFOneB;
+  // Uneven pipelines: transformer layers on the first and last stage; 0 = even split.
+  int first_stage_layers = 0;
+  int last_stage_layers = 0;
+
+  int gpus() const { return dp * tp * pp * cp; }
+  int virtual_stages() const { return schedule == Schedule::Interleaved ? vpp : 1; }
+  bool operator==(const Layout&) const = default;
+};
+
+struct Workload {
+  Count seq = 2048;
+  Count global_batch = 1;  // sequences per optimizer step
+  Dtype dtype = Dtype::BF16;
+};
+
+// Micro-batches per pipeline per step (gradient accumulation steps).
+Count micro_batches_per_step(const Layout& layout, const Workload& work);
+
+// Transformer layers held by each pipeline stage (size pp), first/last overrides applied.
+std::vector<int> stage_layer_counts(const ModelSpec& model, const Layout& layout);
+
+// Throws LayoutError naming the violated constraint ("dp*tp*pp*cp = gpus", "tp divides heads",
+// "ep*etp divides tp*cp*dp", "global batch divisible by dp*micro-batch", "vpp divides layers per
+// stage", ...). gpus <= 0 skips the GPU-count check.
+void validate_layout(const ModelSpec& model, const Layout& layout, const Workload& work, int gpus);
+
+// Names as users type them, and parsers that throw UsageError listing the allowed values.
+std::string to_string(Dtype d);
+std::string to_string(Recompute r);
+std::string to_string(DpOverlap o);
+std::string to_string(Schedule s);
+Dtype parse_dtype(const std::string& s);
+Recompute parse_recompute(const std::string& s);
+DpOverlap parse_dp_overlap(const std::string& s);
+Schedule parse_schedule(const std::string& s);
+Count bytes_per_element(Dtype d);  // matrix-input width: fp8 1, bf16/fp16 2, fp32/tf32 4
+
+// "dp=2 tp=4 pp=2 ..." compact description for tables and messages.
+std::string describe(const Layout& layout);
+
+}  // namespace sixfold

@@ -1,0 +1,104 @@
+#include "models/model_spec.hpp"
+
+#include "common/error.hpp"
+
+namespace sixfold {
+
+int ModelSpec::q_head_dim() const { return mla.enabled ? mla.qk_nope_head_dim + mla.qk_rope_head_dim : head_dim; }
+int ModelSpec::v_head_dim() const { return mla.enabled ? mla.v_head_dim : head_dim; }
+
+bool ModelSpec::is_moe_layer(int layer) const {
+  if (!moe.enabled() || layer < moe.first_k_dense) return false;
+  return (layer - moe.first_k_dense) % std::max(1, moe.layer_frequency) == 0;
+}
+
+int ModelSpec::moe_layer_count() const {
+  int n = 0;
+  for (int l = 0; l < layers; ++l) n += is_moe_layer(l) ? 1 : 0;
+  return n;
+}
+
+namespace {
+Count norm_params(const ModelSpec& m, Count width) { return m.norm == NormKind::LayerNorm ? 2 * width : width; }
+
+Count attention_params(const ModelSpec& m) {
+  const Count h = m.hidden;
+  Count p = norm_params(m, h);
+  if (m.mla.enabled) {
+    const auto& a = m.mla;
+    const Count qk = a.qk_nope_head_dim + a.qk_rope_head_dim;
+    if (a.q_lora_rank > 0)
+      p += h * a.q_lora_rank + a.q_lora_rank /*q norm*/ + Count(a.q_lora_rank) * m.heads * qk;
+    else
+      p += h * m.heads * qk;
+    p += h * (a.kv_lora_rank + a.qk_rope_head_dim) + a.kv_lora_rank /*kv norm*/;
+    p += Count(a.kv_lora_rank) * m.heads * (a.qk_nope_head_dim + a.v_head_dim);
+    p += Count(m.heads) * a.v_head_dim * h;
+    return p;
+  }
+  const Count q = Count(m.heads) * m.head_dim, kv = Count(m.kv_heads) * m.head_dim;
+  p += h * (q + 2 * kv) + q * h;
+  if (m.qkv_bias || m.linear_bias) p += q + 2 * kv;
+  if (m.linear_bias) p += h;
+  if (m.qk_norm) p += 2 * Count(m.head_dim);
+  return p;
+}
+
+Count mlp_params(const ModelSpec& m, Count ffn) {
+  const Count h = m.hidden;
+  Count p = (m.activation == Activation::SwiGLU ? 3 : 2) * h * ffn;
+  if (m.linear_bias) p += (m.activation == Activation::SwiGLU ? 2 * ffn : ffn) + h;
+  return p;
+}
+}  // namespace
+
+ParameterCounts count_parameters(const ModelSpec& m) {
+  ParameterCounts c;
+  c.embedding = m.vocab * m.hidden + (m.learned_positions ? Count(m.max_seq) * m.hidden : 0);
+  c.lm_head = m.tied_embeddings ? 0 : m.vocab * m.hidden;
+  c.final_norm = norm_params(m, m.hidden);
+  c.attention_per_layer = attention_params(m);
+  c.dense_mlp_per_layer = norm_params(m, m.hidden) + mlp_params(m, m.ffn);
+  if (m.moe.enabled()) {
+    c.expert = mlp_params(m, m.moe.expert_ffn);
+    const Count shared_ffn = m.moe.shared_expert_ffn > 0 ? m.moe.shared_expert_ffn : m.moe.expert_ffn;
+    const Count shared = Count(m.moe.shared_experts) * mlp_params(m, shared_ffn);
+    const Count router = m.hidden * m.moe.num_experts + (m.moe.router_bias ? m.moe.num_experts : 0);
+    const Count common = norm_params(m, m.hidden) + router + shared;
+    c.moe_per_layer_total = common + Count(m.moe.num_experts) * c.expert;
+    c.moe_per_layer_active = common + Count(m.moe.top_k) * c.expert;
+  }
+  const int moe_layers = m.moe_layer_count();
+  const int dense_layers = m.layers - moe_layers;
+  const Count shared = c.embedding + c.lm_head + c.final_norm + Count(m.layers) * c.attention_per_layer +
+                       Count(dense_layers) * c.dense_mlp_per_layer;
+  c.total = shared + Count(moe_layers) * c.moe_per_layer_total;
+  c.active = shared + Count(moe_layers) * c.moe_per_layer_active;
+  return c;
+}
+
+void validate_model(const ModelSpec& m, const std::string& source) {
+  auto fail = [&](const std::string& field, const std::string& why) {
+    throw UsageError(source + ": field '" + field + "': " + why);
+  };
+  if (m.layers <= 0) fail("layers", "must be positive");
+  if (m.hidden <= 0) fail("hidden", "must be positive");
+  if (m.heads <= 0) fail("heads", "must be positive");
+  if (m.kv_heads <= 0 || m.heads % m.kv_heads != 0) fail("kv_heads", "must divide heads (" + std::to_string(m.heads) + ")");
+  if (m.vocab <= 0) fail("vocab", "must be positive");
+  if (m.head_dim <= 0 && !m.mla.enabled) fail("head_dim", "must be positive");
+  if (m.ffn <= 0 && (!m.moe.enabled() || m.moe.first_k_dense > 0)) fail("ffn", "must be positive");
+  if (m.rotary_fraction < 0 || m.rotary_fraction > 1) fail("rotary_fraction", "must be within [0, 1]");
+  if (m.moe.enabled()) {
+    if (m.moe.top_k <= 0 || m.moe.top_k > m.moe.num_experts)
+      fail("moe.top_k", "must be within [1, experts=" + std::to_string(m.moe.num_experts) + "]");
+    if (m.moe.expert_ffn <= 0) fail("moe.expert_ffn", "must be positive");
+    if (m.moe.first_k_dense < 0 || m.moe.first_k_dense >= m.layers) fail("moe.first_k_dense", "must be within [0, layers)");
+  }
+  if (m.mla.enabled) {
+    if (m.mla.kv_lora_rank <= 0) fail("mla.kv_lora_rank", "must be positive");
+    if (m.mla.qk_nope_head_dim <= 0 || m.mla.v_head_dim <= 0) fail("mla", "head dims must be positive");
+  }
+}
+
+}  // namespace sixfold

@@ -1,0 +1,85 @@
+#pragma once
+// Architecture of a decoder-only transformer: dense (GPT, Llama, Pythia), GQA, MoE (Mixtral,
+// Qwen3-MoE, DeepSeek) and MLA attention (DeepSeek-V2/V3). Knows nothing of hardware or cost.
+#include <string>
+
+#include "common/units.hpp"
+
+namespace sixfold {
+
+enum class NormKind { LayerNorm, RMSNorm };
+enum class Activation { GELU, SwiGLU };
+
+// Mixture of experts. num_experts == 0 means a dense model.
+struct MoeSpec {
+  int num_experts = 0;          // routed experts per MoE layer
+  int top_k = 0;                // routed experts per token
+  Count expert_ffn = 0;         // FFN size of one routed expert
+  int shared_experts = 0;       // always-active experts (DeepSeek), each of size shared_expert_ffn
+  Count shared_expert_ffn = 0;  // 0: same as expert_ffn
+  int first_k_dense = 0;        // the first k layers use a dense FFN of size ModelSpec::ffn
+  int layer_frequency = 1;      // every n-th layer (after first_k_dense) is MoE
+  double capacity_factor = 0;   // 0: dropless (no capacity limit)
+  bool router_bias = false;     // DeepSeek-V3 e_score_correction_bias (E parameters)
+  bool enabled() const { return num_experts > 0; }
+};
+
+// Multi-head latent attention (DeepSeek-V2/V3). q_lora_rank == 0: a plain q projection.
+struct MlaSpec {
+  bool enabled = false;
+  int q_lora_rank = 0;
+  int kv_lora_rank = 0;
+  int qk_nope_head_dim = 0;
+  int qk_rope_head_dim = 0;
+  int v_head_dim = 0;
+};
+
+struct ModelSpec {
+  std::string name;
+  int layers = 0;
+  Count hidden = 0;
+  Count ffn = 0;        // dense FFN size (for SwiGLU: the size of each of gate and up)
+  int heads = 0;
+  int kv_heads = 0;     // == heads without GQA
+  int head_dim = 0;     // 0 in a file means hidden / heads
+  Count vocab = 0;
+  int max_seq = 0;      // default sequence length (0: not stated)
+  bool tied_embeddings = false;
+  NormKind norm = NormKind::RMSNorm;
+  Activation activation = Activation::SwiGLU;
+  bool parallel_residual = false;  // GPT-NeoX: attention and MLP read the same input
+  double rotary_fraction = 1.0;    // share of head_dim that RoPE rotates (Pythia: 0.25); 0: learned/absolute
+  bool qkv_bias = false;           // bias on q, k, v (Qwen2, GPT-NeoX)
+  bool linear_bias = false;        // bias on every linear layer (GPT-NeoX, GPT-2/3)
+  bool qk_norm = false;            // per-head RMSNorm on q and k (Qwen3)
+  bool learned_positions = false;  // absolute learned position embedding (GPT-2/3), max_seq rows
+  MoeSpec moe;
+  MlaSpec mla;
+
+  // Derived sizes.
+  int q_head_dim() const;          // per-head query/key width (MLA: nope + rope)
+  int v_head_dim() const;          // per-head value width
+  bool is_moe_layer(int layer) const;
+  int moe_layer_count() const;
+};
+
+// Parameter counts by part; totals count every routed expert, active counts top_k of them.
+struct ParameterCounts {
+  Count embedding = 0;         // token (+ learned position) embedding
+  Count lm_head = 0;           // 0 when tied
+  Count final_norm = 0;
+  Count attention_per_layer = 0;  // incl. its norm
+  Count dense_mlp_per_layer = 0;  // incl. its norm
+  Count moe_per_layer_total = 0;  // router + all experts + shared experts + norm
+  Count moe_per_layer_active = 0; // router + top_k experts + shared experts + norm
+  Count expert = 0;               // one routed expert
+  Count total = 0;
+  Count active = 0;
+};
+
+ParameterCounts count_parameters(const ModelSpec& model);
+
+// Throws UsageError naming the field when the description is inconsistent.
+void validate_model(const ModelSpec& model, const std::string& source);
+
+}  // namespace sixfold

@@ -1,0 +1,71 @@
+#pragma once
+// A GPU type and its cluster: peak rates from datasheets, efficiencies from measurement or fit.
+// Every value's provenance is kept (datasheet, measurement FILE DATE, fit ...), keyed by its YAML path.
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/units.hpp"
+#include "models/layout.hpp"
+
+namespace sixfold {
+
+// Achieved fraction of peak for a GEMM of shape (m, n, k):
+//   max_efficiency * s(m) * s(n) * s(k) * waves,  s(x) = x / (x + half_dim)
+// where waves accounts for tile quantisation of the output over the SMs (tile x tile tiles).
+struct GemmEfficiency {
+  double max_efficiency = 0.8;
+  double half_dim = 64;   // a dimension of this size halves the efficiency
+  int tile = 128;         // output tile edge used for wave quantisation
+};
+
+// Bus bandwidth (nccl-tests convention) over message size: peak * size / (size + half_size),
+// plus a fixed latency per collective step.
+struct CollectiveCurve {
+  BytesPerSec peak_busbw = 0;
+  Bytes half_size = 1 * kMiB;
+  Seconds latency = 10e-6;
+};
+
+struct HardwareProfile {
+  std::string name;
+  std::string description;
+  std::map<Dtype, FlopsPerSec> peak_flops;  // dense (no sparsity)
+  Bytes memory_capacity = 0;
+  BytesPerSec memory_bandwidth = 0;
+  int sm_count = 0;
+  int gpus_per_node = 8;
+  BytesPerSec intra_node_bandwidth = 0;  // NVLink (or PCIe) per GPU, one direction
+  bool pcie_only = false;                // no NVLink: intra-node traffic crosses PCIe
+  BytesPerSec network_bandwidth = 0;     // per GPU across nodes, one direction
+  Seconds network_latency = 0;
+  GemmEfficiency gemm;
+  double attention_efficiency = 0.5;     // flash attention vs the dtype's peak
+  double memory_efficiency = 0.8;        // memory-bound kernels vs memory_bandwidth
+  CollectiveCurve intra_node;            // collectives inside a node
+  CollectiveCurve inter_node;            // collectives whose group spans nodes
+  Bytes context_memory = 0;              // CUDA context + cuBLAS/NCCL workspaces held per GPU
+  std::map<std::string, std::string> provenance;
+
+  FlopsPerSec peak(Dtype d) const;       // throws Error when the profile lacks that dtype
+};
+
+// Command-line or cluster-YAML overrides of a profile's cluster values.
+struct ClusterOverrides {
+  std::optional<int> gpus_per_node;
+  std::optional<BytesPerSec> intra_node_bandwidth;
+  std::optional<BytesPerSec> network_bandwidth;
+  std::optional<Seconds> network_latency;
+};
+
+// By built-in name (configs/hardware/NAME.yaml) or by path to a YAML file. Unknown names give a
+// UsageError listing the built-in ones; a malformed file gives Error with file, line and field.
+HardwareProfile load_hardware(const std::string& name_or_path);
+HardwareProfile parse_hardware(const std::string& yaml_text, const std::string& source);
+std::vector<std::string> builtin_hardware_names();
+void apply_overrides(HardwareProfile& hw, const ClusterOverrides& o);
+// A cluster YAML (configs/clusters/*.yaml or a path): {hardware: NAME, gpus_per_node, network_bandwidth, ...}
+ClusterOverrides load_cluster_overrides(const std::string& name_or_path, std::string* hardware_name);
+
+}  // namespace sixfold
