@@ -1,0 +1,53 @@
+#pragma once
+// CPU reference of the MLP activations: SwiGLU (Shazeer 2020, "GLU Variants Improve Transformer")
+// and GELU with the tanh approximation (Hendrycks & Gimpel 2016, as GPT-2 and Megatron use it).
+#include <cmath>
+
+namespace sixfold {
+
+namespace detail {
+inline double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+// sqrt(2/pi) and 0.044715 are the constants of the tanh approximation in Hendrycks & Gimpel.
+inline constexpr double kGeluC = 0.7978845608028654;
+inline constexpr double kGeluA = 0.044715;
+}  // namespace detail
+
+// out = silu(gate) * up, silu(g) = g * sigmoid(g).
+template <class T>
+void swiglu_forward_ref(const T* gate, const T* up, T* out, long n) {
+  for (long i = 0; i < n; ++i) {
+    const double g = gate[i];
+    out[i] = T(g * detail::sigmoid(g) * up[i]);
+  }
+}
+
+// d silu / dg = s + g s (1 - s).
+template <class T>
+void swiglu_backward_ref(const T* dout, const T* gate, const T* up, T* dgate, T* dup, long n) {
+  for (long i = 0; i < n; ++i) {
+    const double g = gate[i], s = detail::sigmoid(g);
+    dgate[i] = T(double(dout[i]) * up[i] * (s + g * s * (1.0 - s)));
+    dup[i] = T(double(dout[i]) * g * s);
+  }
+}
+
+template <class T>
+void gelu_forward_ref(const T* x, T* y, long n) {
+  for (long i = 0; i < n; ++i) {
+    const double v = x[i];
+    const double t = std::tanh(detail::kGeluC * (v + detail::kGeluA * v * v * v));
+    y[i] = T(0.5 * v * (1.0 + t));
+  }
+}
+
+template <class T>
+void gelu_backward_ref(const T* dy, const T* x, T* dx, long n) {
+  for (long i = 0; i < n; ++i) {
+    const double v = x[i];
+    const double t = std::tanh(detail::kGeluC * (v + detail::kGeluA * v * v * v));
+    const double dinner = detail::kGeluC * (1.0 + 3.0 * detail::kGeluA * v * v);
+    dx[i] = T(double(dy[i]) * (0.5 * (1.0 + t) + 0.5 * v * (1.0 - t * t) * dinner));
+  }
+}
+
+}  // namespace sixfold
