@@ -1,0 +1,187 @@
+#include "models/model_zoo.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "common/builtin_data.hpp"
+#include "common/error.hpp"
+#include "common/yaml_util.hpp"
+#include "models/hf_config.hpp"
+
+namespace sixfold {
+
+namespace {
+
+constexpr const char* kZooFolder = "models/zoo";
+
+std::string join(const std::vector<std::string>& items, const std::string& sep) {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) out += (i ? sep : "") + items[i];
+  return out;
+}
+
+// Unknown keys are reported with the allowed ones: a misspelt "kv_head" must not silently
+// leave kv_heads at its default.
+void reject_unknown_fields(const YamlDoc& doc, const YAML::Node& map, const std::string& where,
+                           const std::vector<std::string>& allowed) {
+  for (const auto& item : map) {
+    const std::string key = item.first.as<std::string>();
+    if (std::find(allowed.begin(), allowed.end(), key) == allowed.end())
+      yaml_field_error(doc, item.first, where + key, "unknown field (allowed: " + join(allowed, ", ") + ")");
+  }
+}
+
+template <typename T>
+T positive_or_zero(const YamlDoc& doc, const YAML::Node& parent, const std::string& field, const T& fallback,
+                   const std::string& prefix = "") {
+  const T value = optional<T>(doc, parent, field, fallback);
+  if (value < 0) yaml_field_error(doc, parent[field], prefix + field, "must not be negative");
+  return value;
+}
+
+NormKind parse_norm(const YamlDoc& doc, const YAML::Node& root) {
+  const std::string text = required<std::string>(doc, root, "norm");
+  if (text == "layernorm") return NormKind::LayerNorm;
+  if (text == "rmsnorm") return NormKind::RMSNorm;
+  yaml_field_error(doc, root["norm"], "norm", "unknown value '" + text + "' (allowed: layernorm, rmsnorm)");
+}
+
+Activation parse_activation(const YamlDoc& doc, const YAML::Node& root) {
+  const std::string text = required<std::string>(doc, root, "activation");
+  if (text == "gelu") return Activation::GELU;
+  if (text == "swiglu") return Activation::SwiGLU;
+  yaml_field_error(doc, root["activation"], "activation", "unknown value '" + text + "' (allowed: gelu, swiglu)");
+}
+
+std::string stem_of(const std::string& source) {
+  std::string s = source;
+  const auto slash = s.find_last_of("/\\");
+  if (slash != std::string::npos) s = s.substr(slash + 1);
+  const auto dot = s.rfind('.');
+  return dot == std::string::npos ? s : s.substr(0, dot);
+}
+
+void parse_moe(const YamlDoc& doc, const YAML::Node& node, MoeSpec& moe) {
+  reject_unknown_fields(doc, node, "moe.",
+                        {"experts", "top_k", "expert_ffn", "shared_experts", "shared_expert_ffn", "first_k_dense",
+                         "layer_frequency", "capacity_factor", "router_bias"});
+  moe.num_experts = required<int>(doc, node, "experts");
+  moe.top_k = required<int>(doc, node, "top_k");
+  moe.expert_ffn = required<Count>(doc, node, "expert_ffn");
+  moe.shared_experts = positive_or_zero<int>(doc, node, "shared_experts", 0, "moe.");
+  moe.shared_expert_ffn = positive_or_zero<Count>(doc, node, "shared_expert_ffn", 0, "moe.");
+  moe.first_k_dense = positive_or_zero<int>(doc, node, "first_k_dense", 0, "moe.");
+  moe.layer_frequency = optional<int>(doc, node, "layer_frequency", 1);
+  if (moe.layer_frequency < 1) yaml_field_error(doc, node["layer_frequency"], "moe.layer_frequency", "must be at least 1");
+  moe.capacity_factor = positive_or_zero<double>(doc, node, "capacity_factor", 0.0, "moe.");
+  moe.router_bias = optional<bool>(doc, node, "router_bias", false);
+}
+
+void parse_mla(const YamlDoc& doc, const YAML::Node& node, MlaSpec& mla) {
+  reject_unknown_fields(doc, node, "mla.",
+                        {"q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"});
+  mla.enabled = true;
+  mla.q_lora_rank = positive_or_zero<int>(doc, node, "q_lora_rank", 0, "mla.");
+  mla.kv_lora_rank = required<int>(doc, node, "kv_lora_rank");
+  mla.qk_nope_head_dim = required<int>(doc, node, "qk_nope_head_dim");
+  mla.qk_rope_head_dim = required<int>(doc, node, "qk_rope_head_dim");
+  mla.v_head_dim = required<int>(doc, node, "v_head_dim");
+}
+
+bool looks_like_json(const std::string& path) {
+  if (path.size() >= 5 && path.substr(path.size() - 5) == ".json") return true;
+  std::ifstream in(path);
+  char c = 0;
+  while (in.get(c))
+    if (!std::isspace(static_cast<unsigned char>(c))) return c == '{';
+  return false;
+}
+
+}  // namespace
+
+ModelSpec parse_model_yaml(const std::string& text, const std::string& source) {
+  const YamlDoc doc = parse_yaml(text, source);
+  const YAML::Node& root = doc.root;
+  if (!root.IsMap()) throw Error(source + ": a model description must be a YAML mapping of fields");
+  reject_unknown_fields(doc, root, "",
+                        {"name", "source", "layers", "hidden", "ffn", "heads", "kv_heads", "head_dim", "vocab",
+                         "max_seq", "tied_embeddings", "norm", "activation", "parallel_residual", "rotary_fraction",
+                         "qkv_bias", "linear_bias", "qk_norm", "learned_positions", "dropout", "moe", "mla"});
+  ModelSpec m;
+  m.name = optional<std::string>(doc, root, "name", stem_of(source));
+  m.layers = required<int>(doc, root, "layers");
+  m.hidden = required<Count>(doc, root, "hidden");
+  m.heads = required<int>(doc, root, "heads");
+  m.kv_heads = optional<int>(doc, root, "kv_heads", m.heads);
+  m.vocab = required<Count>(doc, root, "vocab");
+  m.max_seq = positive_or_zero<int>(doc, root, "max_seq", 0);
+  m.tied_embeddings = optional<bool>(doc, root, "tied_embeddings", false);
+  m.norm = parse_norm(doc, root);
+  m.activation = parse_activation(doc, root);
+  m.parallel_residual = optional<bool>(doc, root, "parallel_residual", false);
+  m.rotary_fraction = optional<double>(doc, root, "rotary_fraction", 1.0);
+  m.qkv_bias = optional<bool>(doc, root, "qkv_bias", false);
+  m.linear_bias = optional<bool>(doc, root, "linear_bias", false);
+  m.qk_norm = optional<bool>(doc, root, "qk_norm", false);
+  m.learned_positions = optional<bool>(doc, root, "learned_positions", false);
+  m.dropout = optional<bool>(doc, root, "dropout", false);
+  if (m.learned_positions && m.max_seq <= 0)
+    yaml_field_error(doc, root, "max_seq", "needed with learned_positions (the position table has max_seq rows)");
+  if (const YAML::Node moe = root["moe"]) {
+    if (!moe.IsMap()) yaml_field_error(doc, moe, "moe", "must be a mapping of MoE fields");
+    parse_moe(doc, moe, m.moe);
+  }
+  if (const YAML::Node mla = root["mla"]) {
+    if (!mla.IsMap()) yaml_field_error(doc, mla, "mla", "must be a mapping of MLA fields");
+    parse_mla(doc, mla, m.mla);
+  }
+  // Dense FFN size: a model whose every layer is MoE may leave it out.
+  const bool all_moe = m.moe.enabled() && m.moe.first_k_dense == 0 && m.moe.layer_frequency == 1;
+  m.ffn = all_moe ? optional<Count>(doc, root, "ffn", 0) : required<Count>(doc, root, "ffn");
+  // head_dim defaults to hidden / heads; under MLA the query/key width is nope + rope.
+  int default_head_dim = m.heads > 0 ? static_cast<int>(m.hidden / m.heads) : 0;
+  if (m.mla.enabled) default_head_dim = m.mla.qk_nope_head_dim + m.mla.qk_rope_head_dim;
+  m.head_dim = optional<int>(doc, root, "head_dim", default_head_dim);
+  if (m.head_dim == 0) m.head_dim = default_head_dim;
+  validate_model(m, source);
+  return m;
+}
+
+std::vector<std::string> builtin_model_names() { return builtin_names(kZooFolder); }
+
+namespace {
+std::optional<std::string_view> builtin_model_text(const std::string& name) {
+  return builtin_text(std::string(kZooFolder) + "/" + name + ".yaml");
+}
+
+[[noreturn]] void unknown_model(const std::string& name_or_path) {
+  throw UsageError("unknown model '" + name_or_path + "': not a built-in name nor an existing file (built-in: " +
+                   join(builtin_model_names(), ", ") + "; or give a path to a zoo YAML or a Hugging Face config.json)");
+}
+}  // namespace
+
+std::string builtin_model_source(const std::string& name) {
+  const auto text = builtin_model_text(name);
+  if (!text) unknown_model(name);
+  const YamlDoc doc = parse_yaml(std::string(*text), "built-in " + std::string(kZooFolder) + "/" + name + ".yaml");
+  return optional<std::string>(doc, doc.root, "source", "");
+}
+
+ModelSpec load_model(const std::string& name_or_path) {
+  if (const auto text = builtin_model_text(name_or_path))
+    return parse_model_yaml(std::string(*text), "built-in " + std::string(kZooFolder) + "/" + name_or_path + ".yaml");
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(name_or_path, ec)) unknown_model(name_or_path);
+  if (looks_like_json(name_or_path)) return load_hf_config(name_or_path);
+  std::ifstream in(name_or_path);
+  if (!in) throw Error("cannot open '" + name_or_path + "'");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parse_model_yaml(ss.str(), name_or_path);
+}
+
+}  // namespace sixfold
