@@ -89,11 +89,14 @@ void validate_model(const ModelSpec& m, const std::string& source) {
   if (m.head_dim <= 0 && !m.mla.enabled) fail("head_dim", "must be positive");
   if (m.ffn <= 0 && (!m.moe.enabled() || m.moe.first_k_dense > 0)) fail("ffn", "must be positive");
   if (m.rotary_fraction < 0 || m.rotary_fraction > 1) fail("rotary_fraction", "must be within [0, 1]");
+  if (m.learned_positions && m.max_seq <= 0) fail("max_seq", "must be positive with learned_positions (rows of the position table)");
   if (m.moe.enabled()) {
     if (m.moe.top_k <= 0 || m.moe.top_k > m.moe.num_experts)
       fail("moe.top_k", "must be within [1, experts=" + std::to_string(m.moe.num_experts) + "]");
     if (m.moe.expert_ffn <= 0) fail("moe.expert_ffn", "must be positive");
     if (m.moe.first_k_dense < 0 || m.moe.first_k_dense >= m.layers) fail("moe.first_k_dense", "must be within [0, layers)");
+    if (m.moe.layer_frequency < 1) fail("moe.layer_frequency", "must be at least 1");
+    if (m.moe.shared_experts < 0 || m.moe.shared_expert_ffn < 0) fail("moe.shared_experts", "must not be negative");
   }
   if (m.mla.enabled) {
     if (m.mla.kv_lora_rank <= 0) fail("mla.kv_lora_rank", "must be positive");

@@ -4,7 +4,6 @@
 #include <cctype>
 #include <filesystem>
 #include <fstream>
-#include <set>
 #include <sstream>
 
 #include "common/builtin_data.hpp"
@@ -175,6 +174,13 @@ ModelSpec load_model(const std::string& name_or_path) {
   if (const auto text = builtin_model_text(name_or_path))
     return parse_model_yaml(std::string(*text), "built-in " + std::string(kZooFolder) + "/" + name_or_path + ".yaml");
   std::error_code ec;
+  // A downloaded Hugging Face checkpoint folder: read its config.json.
+  if (std::filesystem::is_directory(name_or_path, ec)) {
+    const auto config = std::filesystem::path(name_or_path) / "config.json";
+    if (!std::filesystem::is_regular_file(config, ec))
+      throw UsageError("model folder '" + name_or_path + "' has no config.json");
+    return load_hf_config(config.string());
+  }
   if (!std::filesystem::is_regular_file(name_or_path, ec)) unknown_model(name_or_path);
   if (looks_like_json(name_or_path)) return load_hf_config(name_or_path);
   std::ifstream in(name_or_path);

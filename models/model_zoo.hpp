@@ -9,7 +9,8 @@
 namespace sixfold {
 
 // A built-in name ("llama3-8b"), a path to a zoo-style YAML file, or a path to a Hugging Face
-// config.json (recognised by a .json extension or by a first non-blank character '{').
+// config.json (recognised by a .json extension or by a first non-blank character '{'), or a
+// checkpoint folder holding a config.json.
 // Unknown names throw UsageError listing the built-in names; malformed files throw Error naming
 // the file, line and field. The result has passed validate_model().
 ModelSpec load_model(const std::string& name_or_path);

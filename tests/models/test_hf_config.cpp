@@ -105,8 +105,11 @@ TEST_CASE("a file named config.json takes its folder's name") {
     out << kMinimalLlama;
   }
   const ModelSpec m = load_model((folder / "config.json").string());
+  const ModelSpec from_folder = load_model(folder.string());  // the checkpoint folder itself
   std::filesystem::remove_all(folder);
   CHECK(m.name == "sixfold-test-Tiny-Llama");
+  CHECK(from_folder.name == "sixfold-test-Tiny-Llama");
+  CHECK(from_folder.hidden == 256);
   CHECK(m.kv_heads == 8);
   CHECK(m.head_dim == 32);
   CHECK(!m.tied_embeddings);

@@ -195,3 +195,12 @@ TEST_CASE("every models/zoo/*.yaml file in the source tree is embedded") {
   }
   CHECK(files == static_cast<int>(builtin_model_names().size()));
 }
+
+TEST_CASE("validate_model rejects descriptions the counts cannot handle") {
+  ModelSpec m = parse_model_yaml(kDenseYaml, "tiny.yaml");
+  m.learned_positions = true;  // a position table needs max_seq rows
+  CHECK(contains(message_of<UsageError>([&] { validate_model(m, "tiny.yaml"); }), "'max_seq'"));
+  m = load_model("mixtral-8x7b");
+  m.moe.layer_frequency = 0;
+  CHECK(contains(message_of<UsageError>([&] { validate_model(m, "mixtral"); }), "'moe.layer_frequency'"));
+}
