@@ -41,6 +41,9 @@ struct Workload {
   Count seq = 2048;
   Count global_batch = 1;  // sequences per optimizer step
   Dtype dtype = Dtype::BF16;
+  // Flash attention (the default in every current framework) keeps no s x s scores; without it
+  // the softmax, its dropout mask and output are saved (Korthikanti et al. 2022, Table 2).
+  bool flash_attention = true;
 };
 
 // Micro-batches per pipeline per step (gradient accumulation steps).

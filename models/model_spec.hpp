@@ -53,6 +53,7 @@ struct ModelSpec {
   bool linear_bias = false;        // bias on every linear layer (GPT-NeoX, GPT-2/3)
   bool qk_norm = false;            // per-head RMSNorm on q and k (Qwen3)
   bool learned_positions = false;  // absolute learned position embedding (GPT-2/3), max_seq rows
+  bool dropout = false;            // dropout after attention, MLP and embedding (GPT-3/Megatron GPT); saves 1-byte masks
   MoeSpec moe;
   MlaSpec mla;
 

@@ -46,6 +46,7 @@ struct HardwareProfile {
   CollectiveCurve intra_node;            // collectives inside a node
   CollectiveCurve inter_node;            // collectives whose group spans nodes
   Bytes context_memory = 0;              // CUDA context + cuBLAS/NCCL workspaces held per GPU
+  Seconds kernel_overhead = 4e-6;        // launch + tail of one kernel; floor of every op's time
   std::map<std::string, std::string> provenance;
 
   FlopsPerSec peak(Dtype d) const;       // throws Error when the profile lacks that dtype
@@ -57,6 +58,9 @@ struct ClusterOverrides {
   std::optional<BytesPerSec> intra_node_bandwidth;
   std::optional<BytesPerSec> network_bandwidth;
   std::optional<Seconds> network_latency;
+  // Where each set value came from, keyed like HardwareProfile::provenance ("network_bandwidth");
+  // a value without an entry is recorded as "override: command line".
+  std::map<std::string, std::string> provenance;
 };
 
 // By built-in name (configs/hardware/NAME.yaml) or by path to a YAML file. Unknown names give a

@@ -1,0 +1,430 @@
+#include "models/step_program.hpp"
+
+#include <algorithm>
+
+namespace sixfold {
+
+namespace {
+
+// Everything the expansion of one layer needs, derived once from model + layout + workload.
+struct Dims {
+  Count b, s, h, tokens, sp_tokens;  // tokens = b*s/cp on this rank; sp_tokens = tokens/tp under SP
+  int tp, cp, ep, etp;
+  bool sp;
+  Count act;                         // activation element width
+  int heads_rank, kv_heads_rank;     // heads on this rank
+  int qk_dim, v_dim;
+};
+
+Dims make_dims(const ModelSpec& m, const Layout& l, const Workload& w) {
+  Dims d{};
+  d.b = l.micro_batch;
+  d.s = w.seq;
+  d.h = m.hidden;
+  d.tp = l.tp;
+  d.cp = l.cp;
+  d.ep = l.ep;
+  d.etp = l.etp;
+  d.sp = l.sp;
+  d.tokens = d.b * d.s / l.cp;
+  d.sp_tokens = l.sp ? d.tokens / l.tp : d.tokens;
+  d.act = (w.dtype == Dtype::FP32 || w.dtype == Dtype::TF32) ? 4 : 2;  // fp8 runs keep bf16 activations
+  d.heads_rank = m.heads / l.tp;
+  // GQA with tp > kv_heads replicates KV heads (Megatron): at least one per rank.
+  d.kv_heads_rank = m.mla.enabled ? d.heads_rank : std::max(1, m.kv_heads / l.tp);
+  d.qk_dim = m.q_head_dim();
+  d.v_dim = m.v_head_dim();
+  return d;
+}
+
+Op gemm(const char* name, OpClass c, Count m, Count n, Count k, Count batch = 1) {
+  Op op;
+  op.name = name;
+  op.kind = OpKind::Gemm;
+  op.op_class = c;
+  op.m = m;
+  op.n = n;
+  op.k = k;
+  op.batch = batch;
+  op.flops = 2.0 * double(m) * double(n) * double(k) * double(batch);
+  return op;
+}
+
+Op memory(const char* name, OpClass c, Bytes bytes) {
+  Op op;
+  op.name = name;
+  op.kind = OpKind::Memory;
+  op.op_class = c;
+  op.bytes = bytes;
+  return op;
+}
+
+Op collective(const char* name, Group g, Collective c, Bytes message, int size) {
+  Op op;
+  op.name = name;
+  op.kind = c == Collective::SendRecv ? OpKind::PointToPoint : OpKind::Collective;
+  op.op_class = OpClass::Communication;
+  op.group = g;
+  op.collective = c;
+  op.message = message;
+  op.group_size = size;
+  return op;
+}
+
+Op with_saved(Op op, Bytes saved) {
+  op.saved = saved;
+  return op;
+}
+
+// TP entry/exit of a block: all-gather in / reduce-scatter out under SP, else an all-reduce out.
+void tp_enter(std::vector<Op>& ops, const Dims& d, const char* name) {
+  if (d.tp > 1 && d.sp) {
+    Op op = collective(name, Group::TP, Collective::AllGather, Bytes(d.tokens * d.h * d.act), d.tp);
+    op.tp_overlappable = true;
+    ops.push_back(op);
+  }
+}
+void tp_exit(std::vector<Op>& ops, const Dims& d, const char* ar_name, const char* rs_name) {
+  if (d.tp <= 1) return;
+  Op op = d.sp ? collective(rs_name, Group::TP, Collective::ReduceScatter, Bytes(d.tokens * d.h * d.act), d.tp)
+               : collective(ar_name, Group::TP, Collective::AllReduce, Bytes(d.tokens * d.h * d.act), d.tp);
+  op.tp_overlappable = true;
+  ops.push_back(op);
+}
+
+// Ops flagged here are "core attention": dropped from the saved set and recomputed under
+// selective recompute (Korthikanti et al. 2022, section 5).
+struct CoreRange {
+  size_t begin = 0, end = 0;
+};
+
+CoreRange add_attention(std::vector<Op>& ops, const ModelSpec& m, const Workload& w, const Dims& d) {
+  const Count T = d.tokens, Ts = d.sp_tokens, h = d.h, a = d.act;
+  ops.push_back(with_saved(memory("attn_norm", OpClass::Norm, Bytes(2 * Ts * h * a)), Bytes(Ts * h * a)));
+  tp_enter(ops, d, "attn_allgather");
+  const Count q_width = Count(d.heads_rank) * d.qk_dim;
+  const Count k_width = Count(d.kv_heads_rank) * d.qk_dim;
+  const Count v_width = Count(d.kv_heads_rank) * d.v_dim;
+  if (m.mla.enabled) {
+    const auto& mla = m.mla;
+    const Count kv_down = mla.kv_lora_rank + mla.qk_rope_head_dim;
+    if (mla.q_lora_rank > 0) {
+      ops.push_back(with_saved(gemm("q_down_proj", OpClass::Gemm, T, mla.q_lora_rank, h), Bytes(Ts * h * a)));
+      ops.push_back(with_saved(gemm("q_up_proj", OpClass::Gemm, T, q_width, mla.q_lora_rank), Bytes(T * mla.q_lora_rank * a)));
+    } else {
+      ops.push_back(with_saved(gemm("q_proj", OpClass::Gemm, T, q_width, h), Bytes(Ts * h * a)));
+    }
+    ops.push_back(gemm("kv_down_proj", OpClass::Gemm, T, kv_down, h));
+    ops.push_back(with_saved(gemm("kv_up_proj", OpClass::Gemm, T, k_width - Count(d.kv_heads_rank) * mla.qk_rope_head_dim + v_width, mla.kv_lora_rank),
+                             Bytes(T * mla.kv_lora_rank * a)));
+  } else {
+    ops.push_back(with_saved(gemm("qkv_proj", OpClass::Gemm, T, q_width + k_width + v_width, h), Bytes(Ts * h * a)));
+  }
+  if (m.rotary_fraction > 0)
+    ops.push_back(memory("rope", OpClass::Elementwise, Bytes(2 * T * (q_width + k_width) * a)));
+  if (d.cp > 1) {
+    // Ring attention: cp-1 exchanges of this rank's K and V, hidden behind the attention compute.
+    ops.push_back(collective("cp_kv_exchange", Group::CP, Collective::RingExchange, Bytes(T * (k_width + v_width) * a), d.cp));
+  }
+  CoreRange core;
+  core.begin = ops.size();
+  const Bytes qkv_saved = Bytes(T * (q_width + k_width + v_width) * a);
+  // Causal attention of this rank's T query tokens against the s/2 keys each sees on average
+  // (with CP's load-balanced chunks too). FLOPs: QK^T and AV, 2 FLOPs per multiply-add.
+  const double visible = double(d.s) / 2.0;
+  const Flops attn_flops = 2.0 * double(T) * visible * d.heads_rank * double(d.qk_dim + d.v_dim);
+  if (w.flash_attention) {
+    Op op;
+    op.name = "flash_attention";
+    op.kind = OpKind::Attention;
+    op.op_class = OpClass::Attention;
+    op.flops = attn_flops;
+    op.m = T;
+    op.n = d.s;
+    op.k = d.qk_dim;
+    op.batch = d.heads_rank;
+    op.bytes = Bytes(T * (2 * q_width + k_width + v_width) * a);
+    op.saved = qkv_saved + Bytes(T * d.heads_rank * 4);  // + fp32 log-sum-exp per row
+    op.overlaps_previous = d.cp > 1;
+    ops.push_back(op);
+    core.end = ops.size();
+  } else {
+    // Unfused: scores (b*heads x s/cp x s), softmax, dropout, values. Korthikanti et al. Table 2:
+    // Q,K saved by the score GEMM, the softmax output (2 B), the dropout mask (1 B), and the
+    // dropout output with V for the value GEMM.
+    const Count scores = d.b * d.heads_rank * (d.s / d.cp) * d.s;
+    Op qk = gemm("attn_scores", OpClass::Attention, d.s / d.cp, d.s, d.qk_dim, d.b * d.heads_rank);
+    qk.saved = Bytes(T * (q_width + k_width) * a);
+    qk.overlaps_previous = d.cp > 1;
+    ops.push_back(qk);
+    core.begin = ops.size();
+    ops.push_back(with_saved(memory("softmax", OpClass::Elementwise, Bytes(2 * scores * a)), Bytes(scores * a)));
+    if (m.dropout) ops.push_back(with_saved(memory("attn_prob_dropout", OpClass::Elementwise, Bytes(2 * scores * a)), Bytes(scores)));
+    Op av = gemm("attn_values", OpClass::Attention, d.s / d.cp, d.v_dim, d.s, d.b * d.heads_rank);
+    av.saved = Bytes(m.dropout ? scores * a : 0);  // the softmax output doubles as AV's input without dropout
+    ops.push_back(av);
+    core.end = ops.size();
+    ops.back().saved += Bytes(T * v_width * a);  // V is saved whatever the recompute policy
+  }
+  ops.push_back(with_saved(gemm("out_proj", OpClass::Gemm, T, h, Count(d.heads_rank) * d.v_dim), Bytes(T * d.heads_rank * d.v_dim * a)));
+  tp_exit(ops, d, "attn_allreduce", "attn_reducescatter");
+  if (m.dropout) ops.push_back(with_saved(memory("attn_dropout", OpClass::Elementwise, Bytes(2 * Ts * h * a)), Bytes(Ts * h)));
+  ops.push_back(memory("attn_residual", OpClass::Elementwise, Bytes(3 * Ts * h * a)));
+  return core;
+}
+
+// A dense MLP over `tokens` rows with FFN width `ffn_rank` on this rank.
+void add_mlp_body(std::vector<Op>& ops, const ModelSpec& m, const Dims& d, Count tokens, Count ffn_rank,
+                  Count input_saved_tokens, Count batch = 1, const char* up = "mlp_up", const char* act_name = "mlp_act",
+                  const char* down = "mlp_down") {
+  const Count h = d.h, a = d.act;
+  const bool glu = m.activation == Activation::SwiGLU;
+  ops.push_back(with_saved(gemm(up, OpClass::Gemm, tokens / batch, (glu ? 2 : 1) * ffn_rank, h, batch), Bytes(input_saved_tokens * h * a)));
+  // SwiGLU saves gate and up (4f bytes/token at 2 B); GELU saves its input.
+  const Bytes act_saved = Bytes(tokens * ffn_rank * a * (glu ? 2 : 1));
+  ops.push_back(with_saved(memory(act_name, OpClass::Elementwise, Bytes(tokens * ffn_rank * a * (glu ? 3 : 2))), act_saved));
+  ops.push_back(with_saved(gemm(down, OpClass::Gemm, tokens / batch, h, ffn_rank, batch), Bytes(tokens * ffn_rank * a)));
+}
+
+void add_dense_mlp(std::vector<Op>& ops, const ModelSpec& m, const Dims& d) {
+  const Count Ts = d.sp_tokens, h = d.h, a = d.act;
+  ops.push_back(with_saved(memory("mlp_norm", OpClass::Norm, Bytes(2 * Ts * h * a)), Bytes(Ts * h * a)));
+  tp_enter(ops, d, "mlp_allgather");
+  add_mlp_body(ops, m, d, d.tokens, m.ffn / d.tp, Ts);
+  tp_exit(ops, d, "mlp_allreduce", "mlp_reducescatter");
+  if (m.dropout) ops.push_back(with_saved(memory("mlp_dropout", OpClass::Elementwise, Bytes(2 * Ts * h * a)), Bytes(Ts * h)));
+  ops.push_back(memory("mlp_residual", OpClass::Elementwise, Bytes(3 * Ts * h * a)));
+}
+
+void add_moe_mlp(std::vector<Op>& ops, const ModelSpec& m, const Dims& d) {
+  const Count h = d.h, a = d.act;
+  // MoE layers work on this rank's share of the tokens: Megatron-Core's dispatcher splits the
+  // micro-batch's tokens over TP ranks (sequence parallel), so each routes tokens/tp.
+  const Count Tm = d.tokens / d.tp;
+  const int k = m.moe.top_k;
+  ops.push_back(with_saved(memory("mlp_norm", OpClass::Norm, Bytes(2 * Tm * h * a)), Bytes(Tm * h * a)));
+  ops.push_back(with_saved(gemm("router", OpClass::Router, Tm, m.moe.num_experts, h), Bytes(Tm * m.moe.num_experts * 4)));
+  ops.push_back(memory("moe_permute", OpClass::Permute, Bytes(2 * Tm * k * h * a)));
+  if (d.ep > 1) ops.push_back(collective("ep_dispatch", Group::EP, Collective::AllToAll, Bytes(Tm * k * h * a), d.ep));
+  // Tokens reaching this rank's experts: balanced routing, padded up to the capacity factor.
+  const double capacity = m.moe.capacity_factor > 0 ? m.moe.capacity_factor : 1.0;
+  Count expert_tokens = Count(double(Tm * k) * capacity) * d.etp;
+  if (d.etp > 1) ops.push_back(collective("etp_allgather", Group::ExpertTensor, Collective::AllGather, Bytes(expert_tokens * h * a), d.etp));
+  const Count local_experts = std::max<Count>(1, m.moe.num_experts / d.ep);
+  add_mlp_body(ops, m, d, expert_tokens, m.moe.expert_ffn / d.etp, expert_tokens, local_experts, "expert_up", "expert_act", "expert_down");
+  if (d.etp > 1) ops.push_back(collective("etp_reducescatter", Group::ExpertTensor, Collective::ReduceScatter, Bytes(expert_tokens * h * a), d.etp));
+  if (d.ep > 1) ops.push_back(collective("ep_combine", Group::EP, Collective::AllToAll, Bytes(Tm * k * h * a), d.ep));
+  ops.push_back(with_saved(memory("moe_unpermute", OpClass::Permute, Bytes(2 * Tm * k * h * a)), Bytes(Tm * k * 4)));
+  if (m.moe.shared_experts > 0) {
+    const Count shared_ffn = (m.moe.shared_expert_ffn > 0 ? m.moe.shared_expert_ffn : m.moe.expert_ffn) * m.moe.shared_experts;
+    // Shared experts are TP-sharded like a dense MLP: all tokens, ffn/tp on each rank.
+    add_mlp_body(ops, m, d, d.tokens, shared_ffn / d.tp, Tm, 1, "shared_up", "shared_act", "shared_down");
+  }
+  ops.push_back(memory("mlp_residual", OpClass::Elementwise, Bytes(3 * Tm * h * a)));
+}
+
+// Backward of one forward op, appended in reverse order by the caller.
+void add_backward(std::vector<Op>& out, const Op& f) {
+  switch (f.kind) {
+    case OpKind::Gemm: {
+      // dgrad (m x n)(n x k) and wgrad (k x m)(m x n): each as many FLOPs as the forward.
+      Op dgrad = gemm(f.name, f.op_class, f.m, f.k, f.n, f.batch);
+      dgrad.name = f.name;  // class and name kept; the phase tells them apart
+      Op wgrad = gemm(f.name, f.op_class, f.k, f.n, f.m, f.batch);
+      wgrad.weight_grad = f.op_class != OpClass::Attention;
+      // Batched attention GEMMs (scores, values) have two activation grads, no weight grad.
+      out.push_back(dgrad);
+      out.push_back(wgrad);
+      break;
+    }
+    case OpKind::Attention: {
+      // Flash attention backward: 5 matmuls against the forward's 2 (Dao 2023), i.e. 2.5x.
+      Op b = f;
+      b.flops = 2.5 * f.flops;
+      b.bytes = 2 * f.bytes;
+      b.saved = 0;
+      out.push_back(b);
+      break;
+    }
+    case OpKind::Memory: {
+      Op b = f;
+      b.bytes = 1.5 * f.bytes;  // reads the gradient and the saved input, writes one gradient
+      b.saved = 0;
+      out.push_back(b);
+      break;
+    }
+    case OpKind::Collective:
+    case OpKind::PointToPoint: {
+      Op b = f;
+      b.saved = 0;
+      if (f.collective == Collective::AllGather) b.collective = Collective::ReduceScatter;
+      else if (f.collective == Collective::ReduceScatter) b.collective = Collective::AllGather;
+      else if (f.collective == Collective::RingExchange) b.message = 2 * f.message;  // K,V in and dK,dV back
+      out.push_back(b);
+      break;
+    }
+  }
+}
+
+LayerProgram make_layer(const ModelSpec& m, const Layout& l, const Workload& w, const Dims& d, bool moe) {
+  LayerProgram lp;
+  lp.moe = moe;
+  CoreRange core = add_attention(lp.forward, m, w, d);
+  if (moe) add_moe_mlp(lp.forward, m, d);
+  else add_dense_mlp(lp.forward, m, d);
+
+  Bytes all_saved = 0, core_saved = 0;
+  for (size_t i = 0; i < lp.forward.size(); ++i) {
+    all_saved += lp.forward[i].saved;
+    if (i >= core.begin && i < core.end) core_saved += lp.forward[i].saved;
+  }
+  // Full recompute keeps the layer input only (sharded under SP) and re-runs the whole forward.
+  const Bytes layer_input = Bytes((moe ? d.tokens / d.tp : d.sp_tokens) * d.h * d.act);
+  switch (l.recompute) {
+    case Recompute::None:
+      lp.saved = all_saved;
+      break;
+    case Recompute::Selective:
+      lp.saved = all_saved - core_saved;
+      for (size_t i = core.begin; i < core.end; ++i) {
+        Op r = lp.forward[i];
+        r.saved = 0;
+        lp.backward.push_back(r);
+      }
+      break;
+    case Recompute::Full:
+      lp.saved = layer_input;
+      lp.recompute_workspace = all_saved;
+      for (Op r : lp.forward) {
+        r.saved = 0;
+        lp.backward.push_back(r);
+      }
+      break;
+  }
+  lp.recompute_ops = lp.backward.size();
+  for (auto it = lp.forward.rbegin(); it != lp.forward.rend(); ++it) add_backward(lp.backward, *it);
+
+  // Parameters on this rank. TP shards the matrices; norms and the MLA down-projections are
+  // replicated; KV heads are replicated when tp exceeds them.
+  const Count h = m.hidden;
+  const Count norm = m.norm == NormKind::LayerNorm ? 2 * h : h;
+  Count attn = norm;
+  if (m.mla.enabled) {
+    const auto& a = m.mla;
+    const Count qk = a.qk_nope_head_dim + a.qk_rope_head_dim;
+    if (a.q_lora_rank > 0) attn += h * a.q_lora_rank + a.q_lora_rank + Count(a.q_lora_rank) * d.heads_rank * qk;
+    else attn += h * d.heads_rank * qk;
+    attn += h * (a.kv_lora_rank + a.qk_rope_head_dim) + a.kv_lora_rank;
+    attn += Count(a.kv_lora_rank) * d.heads_rank * (a.qk_nope_head_dim + a.v_head_dim);
+    attn += Count(d.heads_rank) * a.v_head_dim * h;
+  } else {
+    const Count q = Count(d.heads_rank) * m.head_dim, kv = Count(d.kv_heads_rank) * m.head_dim;
+    attn += h * (q + 2 * kv) + q * h;
+    if (m.qkv_bias || m.linear_bias) attn += q + 2 * kv;
+    if (m.linear_bias) attn += h;
+    if (m.qk_norm) attn += 2 * Count(m.head_dim);
+  }
+  const bool glu = m.activation == Activation::SwiGLU;
+  auto mlp = [&](Count ffn_rank) {
+    Count p = (glu ? 3 : 2) * h * ffn_rank;
+    if (m.linear_bias) p += (glu ? 2 : 1) * ffn_rank + h;
+    return p;
+  };
+  lp.dense_params = attn + norm;
+  if (moe) {
+    const Count shared_ffn = (m.moe.shared_expert_ffn > 0 ? m.moe.shared_expert_ffn : m.moe.expert_ffn);
+    lp.dense_params += h * m.moe.num_experts + (m.moe.router_bias ? m.moe.num_experts : 0);
+    lp.dense_params += Count(m.moe.shared_experts) * mlp(shared_ffn / l.tp);
+    lp.expert_params = Count(m.moe.num_experts / l.ep) * mlp(m.moe.expert_ffn / l.etp);
+  } else {
+    lp.dense_params += mlp(m.ffn / l.tp);
+  }
+  return lp;
+}
+
+}  // namespace
+
+StepProgram expand_step_program(const ModelSpec& m, const Layout& l, const Workload& w) {
+  StepProgram prog;
+  const Dims d = make_dims(m, l, w);
+  prog.micro_batches = micro_batches_per_step(l, w);
+  prog.tokens_per_micro_batch = d.tokens;
+  prog.activation_bytes = d.act;
+  prog.dense_layer = make_layer(m, l, w, d, false);
+  if (m.moe.enabled()) prog.moe_layer = make_layer(m, l, w, d, true);
+
+  const Count T = d.tokens, Ts = d.sp_tokens, h = d.h, a = d.act;
+  const Count vocab_rank = (m.vocab + l.tp - 1) / l.tp;
+  const std::vector<int> counts = stage_layer_counts(m, l);
+  int layer = 0;
+  for (int s = 0; s < l.pp; ++s) {
+    StageProgram st;
+    st.stage = s;
+    st.first = s == 0;
+    st.last = s == l.pp - 1;
+    st.layers = counts[s];
+    for (int i = 0; i < counts[s]; ++i, ++layer) (m.is_moe_layer(layer) ? st.moe_layers : st.dense_layers)++;
+    st.dense_params = Count(st.dense_layers) * prog.dense_layer.dense_params + Count(st.moe_layers) * prog.moe_layer.dense_params;
+    st.expert_params = Count(st.moe_layers) * prog.moe_layer.expert_params;
+    if (st.first) {
+      st.pre_forward.push_back(memory("embedding", OpClass::Embedding, Bytes(2 * T * h * a)));
+      tp_exit(st.pre_forward, d, "embed_allreduce", "embed_reducescatter");
+      if (m.dropout) st.pre_forward.push_back(with_saved(memory("embed_dropout", OpClass::Elementwise, Bytes(2 * Ts * h * a)), Bytes(Ts * h)));
+      st.dense_params += vocab_rank * h + (m.learned_positions ? Count(m.max_seq) * h : 0);
+    }
+    if (st.last) {
+      st.post_forward.push_back(with_saved(memory("final_norm", OpClass::Norm, Bytes(2 * Ts * h * a)), Bytes(Ts * h * a)));
+      tp_enter(st.post_forward, d, "head_allgather");
+      st.post_forward.push_back(with_saved(gemm("lm_head", OpClass::Gemm, T, vocab_rank, h), Bytes(Ts * h * a)));
+      // Vocab-parallel cross-entropy in fp32: max, sum-exp and target logit all-reduced over TP;
+      // the fp32 softmax is kept for the backward (Korthikanti et al.: 4sbv/t).
+      Op ce = with_saved(memory("cross_entropy", OpClass::Loss, Bytes(T * vocab_rank * (a + 4 + 4))), Bytes(T * vocab_rank * 4));
+      st.post_forward.push_back(ce);
+      if (l.tp > 1) st.post_forward.push_back(collective("loss_allreduce", Group::TP, Collective::AllReduce, Bytes(3 * T * 4), l.tp));
+      st.logits_bytes = Bytes(T * vocab_rank * a);
+      const bool head_is_embedding_copy = m.tied_embeddings && l.pp == 1;
+      if (!head_is_embedding_copy) st.dense_params += vocab_rank * h;
+      st.dense_params += m.norm == NormKind::LayerNorm ? 2 * h : h;
+    }
+    for (const Op& op : st.pre_forward) st.pre_saved += op.saved;
+    for (const Op& op : st.post_forward) st.post_saved += op.saved;
+    for (auto it = st.pre_forward.rbegin(); it != st.pre_forward.rend(); ++it) add_backward(st.pre_backward, *it);
+    for (auto it = st.post_forward.rbegin(); it != st.post_forward.rend(); ++it) add_backward(st.post_backward, *it);
+    // Megatron sends the SP-sharded activation between stages (scatter-gather optimisation).
+    st.pp_send = collective("pp_send", Group::PP, Collective::SendRecv, Bytes((l.sp ? Ts : T) * h * a), 2);
+    prog.stages.push_back(std::move(st));
+  }
+  return prog;
+}
+
+std::string to_string(OpClass c) {
+  switch (c) {
+    case OpClass::Gemm: return "gemm";
+    case OpClass::Attention: return "attention";
+    case OpClass::Norm: return "norm";
+    case OpClass::Elementwise: return "elementwise";
+    case OpClass::Router: return "router";
+    case OpClass::Permute: return "permute";
+    case OpClass::Embedding: return "embedding";
+    case OpClass::Loss: return "loss";
+    case OpClass::Communication: return "communication";
+    case OpClass::Optimizer: return "optimizer";
+  }
+  return "?";
+}
+
+std::string to_string(Group g) {
+  switch (g) {
+    case Group::None: return "none";
+    case Group::TP: return "tp";
+    case Group::CP: return "cp";
+    case Group::DP: return "dp";
+    case Group::PP: return "pp";
+    case Group::EP: return "ep";
+    case Group::ExpertTensor: return "etp";
+    case Group::ExpertData: return "edp";
+  }
+  return "?";
+}
+
+}  // namespace sixfold

@@ -1,0 +1,86 @@
+#pragma once
+// The step program: what one rank does for one micro-batch, op by op, for a model under a layout.
+// The cost model prices these ops, the simulator plays them through a pipeline schedule, and the
+// executor runs the same list (DESIGN.md, "One idea holds it together").
+//
+// Ops are counted per rank: shapes already divided by tp, cp, sp, ep and etp as the layout shards them.
+#include <string>
+#include <vector>
+
+#include "common/units.hpp"
+#include "models/layout.hpp"
+#include "models/model_spec.hpp"
+
+namespace sixfold {
+
+enum class OpKind { Gemm, Attention, Memory, Collective, PointToPoint };
+
+// Parallel groups a collective can run in. ExpertData is the data-parallel group of expert
+// weights (size tp*cp*dp / (ep*etp)); ExpertTensor is etp.
+enum class Group { None, TP, CP, DP, PP, EP, ExpertTensor, ExpertData };
+enum class Collective { None, AllReduce, AllGather, ReduceScatter, AllToAll, RingExchange, SendRecv };
+
+// A coarse class for reports: the executor reports measured time by the same classes.
+enum class OpClass { Gemm, Attention, Norm, Elementwise, Router, Permute, Embedding, Loss, Communication, Optimizer };
+
+struct Op {
+  const char* name = "";  // static string, e.g. "qkv_proj"; backward ops add "_dgrad"/"_wgrad"/"_bwd"
+  OpKind kind = OpKind::Memory;
+  OpClass op_class = OpClass::Elementwise;
+  Flops flops = 0;        // on this rank
+  Bytes bytes = 0;        // memory traffic of a memory-bound op (read + write)
+  Count m = 0, n = 0, k = 0, batch = 1;  // GEMM: batch independent (m x k)(k x n) products
+  Group group = Group::None;
+  Collective collective = Collective::None;
+  Bytes message = 0;      // collective: bytes per rank in nccl-tests' "size" sense (full buffer)
+  int group_size = 1;
+  Bytes saved = 0;        // forward op: activation bytes it keeps for the backward pass
+  bool tp_overlappable = false;  // a TP collective that TP comm overlap can hide behind a GEMM
+  bool overlaps_previous = false;  // runs concurrently with the op before it (CP ring with attention)
+  bool weight_grad = false;        // backward GEMM producing a weight gradient (deferrable: zero-bubble W)
+};
+
+// One transformer layer (dense or MoE) of a stage, one micro-batch.
+struct LayerProgram {
+  bool moe = false;
+  std::vector<Op> forward;
+  std::vector<Op> backward;          // includes re-running the forward where recompute says so
+  size_t recompute_ops = 0;          // the first recompute_ops ops of backward are the re-run forward
+  Bytes saved = 0;                   // activations held per micro-batch after the recompute policy
+  Bytes recompute_workspace = 0;     // transient bytes during recompute of this layer (full recompute)
+  Count dense_params = 0;            // parameters on this rank, replicated over dp*cp
+  Count expert_params = 0;           // parameters on this rank, replicated over the expert-data group
+};
+
+struct StageProgram {
+  int stage = 0;
+  int layers = 0;
+  int dense_layers = 0;
+  int moe_layers = 0;
+  bool first = false, last = false;
+  std::vector<Op> pre_forward, pre_backward;    // embedding (first stage)
+  std::vector<Op> post_forward, post_backward;  // final norm, LM head, loss (last stage)
+  Bytes pre_saved = 0, post_saved = 0;          // per micro-batch
+  Bytes logits_bytes = 0;                       // transient logits/softmax of the loss
+  Count dense_params = 0;                       // incl. embedding/head on this stage
+  Count expert_params = 0;
+  Op pp_send;                                   // activation send to the next stage (per micro-batch)
+};
+
+struct StepProgram {
+  LayerProgram dense_layer;
+  LayerProgram moe_layer;
+  std::vector<StageProgram> stages;  // one per pipeline stage (virtual chunks of a stage merged)
+  Count micro_batches = 1;           // per pipeline per step
+  Count tokens_per_micro_batch = 0;  // tokens of one micro-batch on one rank (b*s/cp)
+  Count activation_bytes = 2;        // element width of activations
+};
+
+// Expands model + layout + workload into the per-rank step program. Assumes a valid layout
+// (see validate_layout).
+StepProgram expand_step_program(const ModelSpec& model, const Layout& layout, const Workload& work);
+
+std::string to_string(OpClass c);
+std::string to_string(Group g);
+
+}  // namespace sixfold

@@ -1,0 +1,25 @@
+#pragma once
+// Time of a collective from its algorithm, the group's placement (inside a node or across nodes)
+// and the measured bus bandwidth over message size (nccl-tests' busbw convention:
+// all-reduce busbw = algbw * 2(n-1)/n; all-gather, reduce-scatter, all-to-all: (n-1)/n).
+#include "models/step_program.hpp"
+#include "simulator/hardware_profile.hpp"
+
+namespace sixfold {
+
+struct GroupPlacement {
+  int size = 1;
+  bool crosses_nodes = false;
+};
+
+// Rank order is Megatron's: tp fastest, then cp, dp, pp. Expert groups: etp fastest, then ep,
+// then the expert-data group. A group spans nodes when its stride times its size exceeds the node.
+GroupPlacement place_group(Group group, const Layout& layout, int gpus_per_node);
+
+// nccl-tests' bus-bandwidth factor of a collective on n ranks.
+double bus_factor(Collective c, int n);
+
+// Seconds for one collective of `message` bytes (nccl-tests "size") on a group so placed.
+Seconds collective_time(Collective c, Bytes message, const GroupPlacement& where, const HardwareProfile& hw);
+
+}  // namespace sixfold

@@ -1,0 +1,254 @@
+#include "simulator/cost_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "simulator/overlap_rules.hpp"
+
+namespace sixfold {
+
+std::vector<std::pair<std::string, Seconds>> TimeBreakdown::components() const {
+  return {{"compute", compute - recompute}, {"recompute", recompute}, {"tp_comm", tp_comm}, {"cp_comm", cp_comm},
+          {"ep_comm", ep_comm},             {"pp_comm", pp_comm},     {"dp_comm", dp_comm}, {"bubble", bubble},
+          {"optimizer", optimizer}};
+}
+
+StepFlops step_flops(const ModelSpec& m, const Workload& w, Recompute recompute) {
+  const ParameterCounts pc = count_parameters(m);
+  const double tokens = double(w.global_batch) * double(w.seq);
+  // Matmul parameters a token passes through: everything active but embeddings and norms, plus
+  // the LM head's matmul even when tied.
+  const double norm = m.norm == NormKind::LayerNorm ? 2.0 * m.hidden : double(m.hidden);
+  const double matmul = double(pc.active) - double(pc.embedding) - double(pc.lm_head) - double(pc.final_norm) -
+                        2.0 * norm * m.layers + double(m.vocab) * double(m.hidden);
+  const double attention_per_seq =
+      2.0 * double(w.seq) * double(w.seq) * m.heads * double(m.q_head_dim() + m.v_head_dim()) * m.layers;
+  const double forward = 2.0 * tokens * matmul + double(w.global_batch) * attention_per_seq;
+  StepFlops f;
+  f.model = 3.0 * forward;
+  f.hardware = f.model;
+  if (recompute == Recompute::Full) f.hardware += forward;
+  else if (recompute == Recompute::Selective) f.hardware += double(w.global_batch) * attention_per_seq;
+  return f;
+}
+
+namespace {
+
+struct ListTime {
+  Seconds compute = 0, recompute = 0, tp = 0, cp = 0, ep = 0, weight_grad = 0;
+  Seconds total() const { return compute + tp + cp + ep; }
+};
+
+// Critical-path time of an op list run once. Ops [0, recompute_ops) count as recompute.
+ListTime time_list(const std::vector<Op>& ops, size_t recompute_ops, const OpPricer& pricer, bool tp_overlap) {
+  ListTime t;
+  Seconds tp_raw = 0, gemms = 0, pending_ring = 0;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const Op& op = ops[i];
+    const Seconds dt = pricer.time(op);
+    switch (op.kind) {
+      case OpKind::Gemm:
+      case OpKind::Attention:
+      case OpKind::Memory:
+        t.compute += dt;
+        if (i < recompute_ops) t.recompute += dt;
+        if (op.kind == OpKind::Gemm) gemms += dt;
+        if (op.weight_grad) t.weight_grad += dt;
+        if (pending_ring > 0) {
+          t.cp += op.overlaps_previous ? overlap::exposed_cp(pending_ring, dt) : pending_ring;
+          pending_ring = 0;
+        }
+        break;
+      case OpKind::Collective:
+      case OpKind::PointToPoint:
+        if (op.group == Group::TP) tp_raw += dt;
+        else if (op.group == Group::CP) pending_ring += dt;
+        else t.ep += dt;  // EP and expert-TP
+        break;
+    }
+  }
+  t.cp += pending_ring;
+  t.tp = overlap::exposed_tp(tp_raw, gemms, tp_overlap);
+  return t;
+}
+
+void accumulate(ListTime& into, const ListTime& add, double times) {
+  into.compute += times * add.compute;
+  into.recompute += times * add.recompute;
+  into.tp += times * add.tp;
+  into.cp += times * add.cp;
+  into.ep += times * add.ep;
+  into.weight_grad += times * add.weight_grad;
+}
+
+}  // namespace
+
+std::vector<StageTime> stage_times(const ModelSpec& model, const HardwareProfile& hw, const Workload& work,
+                                   const Layout& l, const StepProgram& prog) {
+  const OpPricer pricer(hw, l, work.dtype);
+  const ListTime dense_f = time_list(prog.dense_layer.forward, 0, pricer, l.tp_overlap);
+  const ListTime dense_b = time_list(prog.dense_layer.backward, prog.dense_layer.recompute_ops, pricer, l.tp_overlap);
+  ListTime moe_f, moe_b;
+  if (model.moe.enabled()) {
+    moe_f = time_list(prog.moe_layer.forward, 0, pricer, l.tp_overlap);
+    moe_b = time_list(prog.moe_layer.backward, prog.moe_layer.recompute_ops, pricer, l.tp_overlap);
+  }
+  const StateBytes sb = state_bytes(work.dtype);
+  const int v = l.virtual_stages();
+  const Count m = prog.micro_batches;
+
+  // Gradient-reduction groups: dense weights over dp x cp (stride tp), expert weights over the
+  // expert-data group.
+  GroupPlacement dense_group;
+  dense_group.size = l.dp * l.cp;
+  dense_group.crosses_nodes = dense_group.size > 1 && l.tp * l.cp * l.dp > hw.gpus_per_node;
+  const GroupPlacement expert_group = pricer.placement(Group::ExpertData);
+
+  std::vector<StageTime> out;
+  for (const StageProgram& st : prog.stages) {
+    ListTime f, b;
+    accumulate(f, dense_f, st.dense_layers);
+    accumulate(b, dense_b, st.dense_layers);
+    accumulate(f, moe_f, st.moe_layers);
+    accumulate(b, moe_b, st.moe_layers);
+    accumulate(f, time_list(st.pre_forward, 0, pricer, l.tp_overlap), 1);
+    accumulate(f, time_list(st.post_forward, 0, pricer, l.tp_overlap), 1);
+    accumulate(b, time_list(st.post_backward, 0, pricer, l.tp_overlap), 1);
+    accumulate(b, time_list(st.pre_backward, 0, pricer, l.tp_overlap), 1);
+
+    StageTime s;
+    // Pipeline sends: each virtual chunk boundary sends forward and receives the gradient back.
+    const Seconds p2p = l.pp > 1 ? pricer.time(st.pp_send) : 0;
+    const Seconds send_f = st.last ? 0 : v * p2p;
+    const Seconds send_b = st.first ? 0 : v * p2p;
+    s.forward = f.total() + send_f;
+    s.backward = b.total() + send_b;
+    s.compute = f.compute + b.compute;
+    s.recompute = b.recompute;
+    s.weight_grad = b.weight_grad;
+    s.tp = f.tp + b.tp;
+    s.cp = f.cp + b.cp;
+    s.ep = f.ep + b.ep;
+    s.pp = send_f + send_b;
+
+    // Data-parallel traffic of this stage and how much of it the backward hides.
+    const Bytes dense_grads = double(st.dense_params) * sb.gradient;
+    const Bytes expert_grads = double(st.expert_params) * sb.gradient;
+    const Bytes dense_weights = double(st.dense_params) * sb.weight;
+    const Bytes expert_weights = double(st.expert_params) * sb.weight;
+    const Collective grad_op = l.zero == 0 ? Collective::AllReduce : Collective::ReduceScatter;
+    const Seconds grad_comm = collective_time(grad_op, dense_grads, dense_group, hw) +
+                              collective_time(grad_op, expert_grads, expert_group, hw);
+    const Seconds param_gather = collective_time(Collective::AllGather, dense_weights, dense_group, hw) +
+                                 collective_time(Collective::AllGather, expert_weights, expert_group, hw);
+    int chunks = 1;
+    if (l.dp_overlap == DpOverlap::PerLayer) chunks = std::max(1, st.layers);
+    else if (l.dp_overlap == DpOverlap::Bucketed) chunks = std::max(1, int(std::ceil((dense_grads + expert_grads) / l.bucket_bytes)));
+    // Chunked reductions pay the small-message penalty: price each chunk at its own size.
+    Seconds grad_comm_chunked = grad_comm;
+    if (chunks > 1) {
+      grad_comm_chunked = chunks * (collective_time(grad_op, dense_grads / chunks, dense_group, hw) +
+                                    collective_time(grad_op, expert_grads / chunks, expert_group, hw));
+    }
+    const Seconds window = b.compute;  // one micro-batch's backward
+    const Seconds reduce_exposed = overlap::exposed_grad_reduction(l.dp_overlap, grad_comm_chunked, window, chunks);
+    switch (l.zero) {
+      case 0: s.dp = reduce_exposed; break;
+      case 1: s.dp = reduce_exposed + param_gather; break;  // gather updated parameters after the step
+      case 2: s.dp = double(m) * reduce_exposed + param_gather; break;  // DeepSpeed reduces every micro-batch
+      case 3: {
+        const Seconds gather_f = overlap::exposed_param_gather(param_gather, f.compute, std::max(1, st.layers));
+        const Seconds gather_b = overlap::exposed_param_gather(param_gather, b.compute, std::max(1, st.layers));
+        s.dp = double(m) * (reduce_exposed + gather_f + gather_b);
+        break;
+      }
+    }
+    // AdamW over this rank's shard: reads master weights, gradient and both moments, writes the
+    // master, the moments and the low-precision copy (28-30 bytes per parameter).
+    const Count shard = l.zero >= 1 ? Count(l.dp) * l.cp : 1;
+    const double params = double(st.dense_params + st.expert_params) / double(shard);
+    const Bytes traffic = params * (sb.master > 0 ? 30.0 : 28.0);
+    s.optimizer = traffic / (hw.memory_bandwidth * hw.memory_efficiency) + 10 * hw.kernel_overhead;
+    out.push_back(s);
+  }
+  return out;
+}
+
+Seconds pipeline_time(const Layout& l, Count m, const std::vector<StageTime>& stages) {
+  Seconds max_c = 0, sum_c = 0, max_zb = 0;
+  for (const auto& s : stages) {
+    const Seconds c = s.forward + s.backward;
+    max_c = std::max(max_c, c);
+    sum_c += c;
+    max_zb = std::max(max_zb, c - 2 * s.weight_grad);
+  }
+  const double p = double(stages.size());
+  switch (l.schedule) {
+    case Schedule::GPipe:
+    case Schedule::OneFOneB: return double(m - 1) * max_c + sum_c;
+    case Schedule::Interleaved: {
+      const double v = l.vpp;
+      return double(m - 1) * max_c + sum_c / v + (1.0 - 1.0 / v) * max_c;
+    }
+    case Schedule::ZeroBubble:
+      // ZB-H1 (Qi et al. 2024): weight-gradient passes fill the bubble, leaving (p-1)(F + B - W).
+      return double(m) * max_c + (p - 1) * std::max(0.0, max_zb);
+  }
+  return 0;
+}
+
+std::vector<MemoryBreakdown> predict_memory(const ModelSpec& model, const HardwareProfile& hw, const Workload& work,
+                                            const Layout& layout, const StepProgram& program) {
+  return stage_memory(model, hw, work, layout, program);
+}
+
+Prediction predict(const ModelSpec& model, const HardwareProfile& hw, const Workload& work, const Layout& layout) {
+  return predict(model, hw, work, layout, expand_step_program(model, layout, work));
+}
+
+Prediction predict(const ModelSpec& model, const HardwareProfile& hw, const Workload& work, const Layout& l,
+                   const StepProgram& prog) {
+  Prediction p;
+  p.micro_batches = prog.micro_batches;
+  p.stage_memory = stage_memory(model, hw, work, l, prog);
+  for (const auto& mb : p.stage_memory)
+    if (mb.total() > p.peak_memory) {
+      p.peak_memory = mb.total();
+      p.peak_stage = mb.stage;
+      p.memory = mb;
+    }
+  p.stage_time = stage_times(model, hw, work, l, prog);
+  const Count m = prog.micro_batches;
+  const Seconds pipe = pipeline_time(l, m, p.stage_time);
+  size_t slow = 0;
+  Seconds dp = 0, opt = 0;
+  for (size_t i = 0; i < p.stage_time.size(); ++i) {
+    const auto& s = p.stage_time[i];
+    if (s.forward + s.backward > p.stage_time[slow].forward + p.stage_time[slow].backward) slow = i;
+    dp = std::max(dp, s.dp);
+    opt = std::max(opt, s.optimizer);
+  }
+  const StageTime& b = p.stage_time[slow];
+  TimeBreakdown& t = p.time;
+  t.compute = double(m) * b.compute;
+  t.recompute = double(m) * b.recompute;
+  t.tp_comm = double(m) * b.tp;
+  t.cp_comm = double(m) * b.cp;
+  t.ep_comm = double(m) * b.ep;
+  t.pp_comm = double(m) * b.pp;
+  t.bubble = std::max(0.0, pipe - double(m) * (b.forward + b.backward));
+  t.dp_comm = dp;
+  t.optimizer = opt;
+  t.step = pipe + dp + opt;
+  p.step_time = t.step;
+
+  const int gpus = l.gpus();
+  const StepFlops flops = step_flops(model, work, l.recompute);
+  p.tokens_per_s_per_gpu = double(work.global_batch) * double(work.seq) / p.step_time / gpus;
+  p.tflops_model_per_gpu = flops.model / p.step_time / gpus / kTera;
+  p.tflops_hw_per_gpu = flops.hardware / p.step_time / gpus / kTera;
+  p.mfu = p.tflops_model_per_gpu * kTera / hw.peak(work.dtype);
+  return p;
+}
+
+}  // namespace sixfold

@@ -1,0 +1,77 @@
+#pragma once
+// The closed-form cost model: per-GPU memory by component and step time by component for a
+// model, a hardware profile and a layout. Fast enough for the planner (microseconds per layout).
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "models/step_program.hpp"
+#include "simulator/hardware_profile.hpp"
+#include "simulator/memory_model.hpp"
+#include "simulator/op_cost.hpp"
+
+namespace sixfold {
+
+// One pipeline stage's time for one micro-batch, split by what the time is spent on.
+struct StageTime {
+  Seconds forward = 0, backward = 0;           // critical-path time per micro-batch (exposed comm included)
+  Seconds compute = 0;                          // per micro-batch, forward + backward, recompute included
+  Seconds recompute = 0;
+  Seconds weight_grad = 0;                      // the backward's weight-gradient GEMMs (ZB-H1 defers them)
+  Seconds tp = 0, cp = 0, ep = 0, pp = 0;       // exposed communication per micro-batch
+  Seconds dp = 0;                               // exposed gradient reduction / ZeRO traffic per step
+  Seconds optimizer = 0;                        // per step
+};
+
+struct TimeBreakdown {
+  Seconds compute = 0;    // bottleneck stage, all micro-batches, recompute included
+  Seconds recompute = 0;  // part of compute
+  Seconds tp_comm = 0, cp_comm = 0, ep_comm = 0, pp_comm = 0, dp_comm = 0;
+  Seconds bubble = 0;
+  Seconds optimizer = 0;
+  Seconds step = 0;
+  std::vector<std::pair<std::string, Seconds>> components() const;
+};
+
+struct Prediction {
+  Seconds step_time = 0;
+  double tokens_per_s_per_gpu = 0;
+  double tflops_model_per_gpu = 0;  // Megatron convention: model FLOPs, full (non-causal) attention
+  double tflops_hw_per_gpu = 0;     // the same with recomputed FLOPs counted
+  double mfu = 0;                   // tflops_model / peak of the dtype
+  Bytes peak_memory = 0;
+  int peak_stage = 0;
+  MemoryBreakdown memory;                   // of the peak stage
+  std::vector<MemoryBreakdown> stage_memory;
+  TimeBreakdown time;
+  std::vector<StageTime> stage_time;
+  Count micro_batches = 0;
+};
+
+// FLOPs of one optimizer step for the whole model, Megatron's convention (Narayanan et al. 2021,
+// appendix): 3 x forward, forward = 2 x tokens x matmul parameters + full attention; recompute
+// adds a forward (full) or the attention core (selective).
+struct StepFlops {
+  Flops model = 0;
+  Flops hardware = 0;
+};
+StepFlops step_flops(const ModelSpec& model, const Workload& work, Recompute recompute);
+
+// Prices one layout. Assumes validate_layout passed.
+Prediction predict(const ModelSpec& model, const HardwareProfile& hw, const Workload& work, const Layout& layout);
+// The same from an already expanded program (the simulator and the planner reuse it).
+Prediction predict(const ModelSpec& model, const HardwareProfile& hw, const Workload& work, const Layout& layout,
+                   const StepProgram& program);
+
+// Memory alone (the planner prunes on it before pricing time).
+std::vector<MemoryBreakdown> predict_memory(const ModelSpec& model, const HardwareProfile& hw, const Workload& work,
+                                            const Layout& layout, const StepProgram& program);
+
+// Per-stage, per-micro-batch times, as the simulator needs them.
+std::vector<StageTime> stage_times(const ModelSpec& model, const HardwareProfile& hw, const Workload& work,
+                                   const Layout& layout, const StepProgram& program);
+
+// Pipeline time of all micro-batches for the schedule (bubble included), closed form.
+Seconds pipeline_time(const Layout& layout, Count micro_batches, const std::vector<StageTime>& stages);
+
+}  // namespace sixfold

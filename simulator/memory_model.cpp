@@ -1,0 +1,100 @@
+#include "simulator/memory_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace sixfold {
+
+Bytes MemoryBreakdown::total() const {
+  return weights + gradients + master_weights + optimizer_states + activations + moe_activations + logits +
+         communication_buffers + workspace + fragmentation;
+}
+
+std::vector<std::pair<std::string, Bytes>> MemoryBreakdown::components() const {
+  return {{"weights", weights},
+          {"gradients", gradients},
+          {"master_weights", master_weights},
+          {"optimizer_states", optimizer_states},
+          {"activations", activations},
+          {"moe_activations", moe_activations},
+          {"logits", logits},
+          {"communication_buffers", communication_buffers},
+          {"workspace", workspace},
+          {"fragmentation", fragmentation}};
+}
+
+StateBytes state_bytes(Dtype d) {
+  if (d == Dtype::FP32 || d == Dtype::TF32) return {4, 4, 0, 8};
+  return {2, 2, 4, 8};
+}
+
+double in_flight_micro_batches(const Layout& l, Count m, int stage) {
+  const int p = l.pp;
+  switch (l.schedule) {
+    case Schedule::GPipe: return double(m);
+    case Schedule::OneFOneB:
+    case Schedule::ZeroBubble: return double(std::min<Count>(p - stage, m));
+    case Schedule::Interleaved: {
+      // Megatron-LM's interleaved schedule warms up (p - rank - 1) * 2 + (v - 1) * p chunks, then
+      // holds one more while it runs 1F1B (schedules.py, get_num_warmup_microbatches).
+      const int v = l.vpp;
+      const Count chunks = std::min<Count>(m * v, Count(p - stage - 1) * 2 + Count(v - 1) * p + 1);
+      return double(chunks) / v;
+    }
+  }
+  return 1;
+}
+
+namespace {
+Count ceil_div(Count a, Count b) { return (a + b - 1) / b; }
+}  // namespace
+
+std::vector<MemoryBreakdown> stage_memory(const ModelSpec& model, const HardwareProfile& hw, const Workload& work,
+                                          const Layout& l, const StepProgram& prog) {
+  const StateBytes sb = state_bytes(work.dtype);
+  const Count dense_shard = Count(l.dp) * l.cp;  // Megatron's distributed optimizer shards over dp x cp
+  const Count expert_shard = std::max(1, l.tp * l.cp * l.dp / (l.ep * l.etp));
+  std::vector<MemoryBreakdown> out;
+  out.reserve(prog.stages.size());
+  for (const StageProgram& st : prog.stages) {
+    MemoryBreakdown mb;
+    mb.stage = st.stage;
+    // ZeRO shards are padded to equal size, so a rank holds ceil(params / shard).
+    auto held = [&](Count params, Count shard, bool sharded) { return sharded ? ceil_div(params, shard) : params; };
+    auto state = [&](Bytes per_param, int min_stage) {
+      return per_param * double(held(st.dense_params, dense_shard, l.zero >= min_stage)) +
+             per_param * double(held(st.expert_params, expert_shard, l.zero >= min_stage));
+    };
+    mb.weights = state(sb.weight, 3);
+    mb.gradients = state(sb.gradient, 2);
+    mb.master_weights = state(sb.master, 1);
+    mb.optimizer_states = state(sb.optimizer, 1);
+
+    const double in_flight = in_flight_micro_batches(l, prog.micro_batches, st.stage);
+    const Bytes moe_expert_part = st.moe_layers > 0 ? st.moe_layers * prog.moe_layer.saved : 0;
+    const Bytes per_mb = st.dense_layers * prog.dense_layer.saved + st.pre_saved;
+    mb.activations = in_flight * per_mb;
+    mb.moe_activations = in_flight * moe_expert_part;
+    // The last stage keeps the fp32 softmax of each in-flight micro-batch and one set of logits.
+    mb.logits = in_flight * st.post_saved + st.logits_bytes;
+
+    // Communication buffers: DDP buckets (two in flight), the SP all-gather output, and ZeRO-3's
+    // gathered parameters of the current and the prefetched layer.
+    const Count act = prog.activation_bytes;
+    if (l.dp * l.cp > 1 && l.zero < 3) mb.communication_buffers += l.dp_overlap == DpOverlap::Bucketed ? 2 * l.bucket_bytes : 0;
+    if (l.sp) mb.communication_buffers += Bytes(prog.tokens_per_micro_batch * model.hidden * act);
+    if (l.zero == 3 && st.layers > 0) {
+      const Count layer_params = std::max(prog.dense_layer.dense_params, prog.moe_layer.dense_params + prog.moe_layer.expert_params);
+      mb.communication_buffers += 2.0 * sb.weight * double(layer_params);
+    }
+    const Bytes recompute_set = l.recompute == Recompute::Full
+                                    ? std::max(prog.dense_layer.recompute_workspace, prog.moe_layer.recompute_workspace)
+                                    : 0;
+    mb.workspace = hw.context_memory + recompute_set;
+    mb.fragmentation = kFragmentation * (mb.activations + mb.moe_activations + mb.logits + recompute_set);
+    out.push_back(mb);
+  }
+  return out;
+}
+
+}  // namespace sixfold

@@ -1,0 +1,54 @@
+#include "simulator/op_cost.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace sixfold {
+
+OpPricer::OpPricer(const HardwareProfile& hw, const Layout& layout, Dtype dtype) : hw_(hw) {
+  gemm_peak_ = hw.peak(dtype);
+  // Attention kernels run in bf16/fp16 even in fp8 training (TransformerEngine default).
+  attention_peak_ = dtype == Dtype::FP8 ? hw.peak(Dtype::BF16) : gemm_peak_;
+  for (int g = 0; g < 8; ++g) placements_[g] = place_group(static_cast<Group>(g), layout, hw.gpus_per_node);
+}
+
+double OpPricer::gemm_efficiency(Count m, Count n, Count k, Count batch) const {
+  const auto& e = hw_.gemm;
+  auto s = [&](Count x) { return double(x) / (double(x) + e.half_dim); };
+  double eff = e.max_efficiency * s(m) * s(n) * s(k);
+  // Wave quantisation: output tiles are spread over the SMs in whole waves.
+  if (hw_.sm_count > 0 && e.tile > 0) {
+    const double tiles = std::ceil(double(m) / e.tile) * std::ceil(double(n) / e.tile) * double(batch);
+    const double waves = std::ceil(tiles / hw_.sm_count);
+    eff *= tiles / (waves * hw_.sm_count);
+  }
+  return std::max(eff, 1e-3);
+}
+
+Seconds OpPricer::gemm_time(Count m, Count n, Count k, Count batch) const {
+  const Flops f = 2.0 * double(m) * double(n) * double(k) * double(batch);
+  return std::max(hw_.kernel_overhead, f / (gemm_peak_ * gemm_efficiency(m, n, k, batch)));
+}
+
+Seconds OpPricer::collective(Group g, Collective c, Bytes message) const {
+  return collective_time(c, message, placement(g), hw_);
+}
+
+Seconds OpPricer::time(const Op& op) const {
+  switch (op.kind) {
+    case OpKind::Gemm: return gemm_time(op.m, op.n, op.k, op.batch);
+    case OpKind::Attention: {
+      // Flash attention reaches a calibrated share of peak, lower for short head dims.
+      const double head = double(op.k) / (double(op.k) + 32.0) / (128.0 / 160.0);
+      const double eff = hw_.attention_efficiency * std::min(1.0, head);
+      return std::max(hw_.kernel_overhead, op.flops / (attention_peak_ * eff));
+    }
+    case OpKind::Memory:
+      return std::max(hw_.kernel_overhead, op.bytes / (hw_.memory_bandwidth * hw_.memory_efficiency));
+    case OpKind::Collective:
+    case OpKind::PointToPoint: return collective(op.group, op.collective, op.message);
+  }
+  return 0;
+}
+
+}  // namespace sixfold

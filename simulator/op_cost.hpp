@@ -1,0 +1,30 @@
+#pragma once
+// The price of one op of the step program on one GPU of a hardware profile.
+#include <array>
+
+#include "models/step_program.hpp"
+#include "simulator/collective_cost.hpp"
+#include "simulator/hardware_profile.hpp"
+
+namespace sixfold {
+
+// Everything op pricing needs, resolved once per layout (group placements, peak rate).
+class OpPricer {
+ public:
+  OpPricer(const HardwareProfile& hw, const Layout& layout, Dtype dtype);
+
+  Seconds time(const Op& op) const;
+  Seconds gemm_time(Count m, Count n, Count k, Count batch) const;
+  Seconds collective(Group g, Collective c, Bytes message) const;
+  double gemm_efficiency(Count m, Count n, Count k, Count batch) const;
+  const HardwareProfile& hardware() const { return hw_; }
+  const GroupPlacement& placement(Group g) const { return placements_[static_cast<int>(g)]; }
+
+ private:
+  const HardwareProfile& hw_;
+  FlopsPerSec gemm_peak_;
+  FlopsPerSec attention_peak_;
+  std::array<GroupPlacement, 8> placements_;
+};
+
+}  // namespace sixfold

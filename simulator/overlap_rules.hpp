@@ -1,0 +1,41 @@
+#pragma once
+// What overlaps with what: the one place that says it, shared by the closed-form cost model
+// and the step simulator (DESIGN.md, "Overlap is explicit").
+#include <algorithm>
+#include <cmath>
+
+#include "common/units.hpp"
+#include "models/layout.hpp"
+
+namespace sixfold::overlap {
+
+// TP collectives run on the critical path unless TP comm overlap is on, in which case they hide
+// behind the neighbouring GEMMs (TransformerEngine's userbuffer overlap) up to the GEMMs' time.
+inline Seconds exposed_tp(Seconds tp_comm, Seconds neighbour_gemms, bool tp_overlap) {
+  return tp_overlap ? std::max(0.0, tp_comm - neighbour_gemms) : tp_comm;
+}
+
+// CP ring exchange runs concurrently with the attention blocks it feeds.
+inline Seconds exposed_cp(Seconds ring, Seconds attention) { return std::max(0.0, ring - attention); }
+
+// Gradient reduction of one stage after its last micro-batch's backward (DDP skips the
+// reduction on earlier micro-batches). `chunks` reductions of comm_total/chunks each are issued
+// as their layers finish; each needs chunk_time seconds on the wire. With none, nothing overlaps.
+// Pipelined producer/consumer: the last chunk ends max(chunk_time, total - window*(chunks-1)/chunks)
+// after the backward ends.
+inline Seconds exposed_grad_reduction(DpOverlap mode, Seconds comm_total, Seconds backward_window, int chunks) {
+  if (comm_total <= 0) return 0;
+  if (mode == DpOverlap::None || chunks <= 1) return comm_total;
+  const double c = chunks;
+  return std::max(comm_total / c, comm_total - backward_window * (c - 1) / c);
+}
+
+// ZeRO-3 parameter all-gathers are prefetched one layer ahead: only the first layer's gather and
+// whatever exceeds the compute it hides behind are exposed.
+inline Seconds exposed_param_gather(Seconds gather_total, Seconds compute, int layers) {
+  if (gather_total <= 0) return 0;
+  const double first = gather_total / std::max(1, layers);
+  return first + std::max(0.0, gather_total - first - compute);
+}
+
+}  // namespace sixfold::overlap

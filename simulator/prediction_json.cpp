@@ -1,0 +1,63 @@
+#include "simulator/prediction_json.hpp"
+
+namespace sixfold {
+
+nlohmann::ordered_json prediction_summary_json(const Prediction& p) {
+  nlohmann::ordered_json j;
+  j["step_time_s"] = p.step_time;
+  j["tokens_per_s_per_gpu"] = p.tokens_per_s_per_gpu;
+  j["tflops_model_per_gpu"] = p.tflops_model_per_gpu;
+  j["tflops_hw_per_gpu"] = p.tflops_hw_per_gpu;
+  j["mfu"] = p.mfu;
+  j["peak_memory_bytes"] = p.peak_memory;
+  j["peak_stage"] = p.peak_stage;
+  return j;
+}
+
+nlohmann::ordered_json prediction_json(const Prediction& p) {
+  nlohmann::ordered_json j;
+  j["prediction"] = prediction_summary_json(p);
+  nlohmann::ordered_json mem;
+  for (const auto& [name, bytes] : p.memory.components()) mem[name] = bytes;
+  mem["total"] = p.memory.total();
+  j["memory"] = mem;
+  nlohmann::ordered_json time;
+  for (const auto& [name, s] : p.time.components()) time[name] = s;
+  time["step"] = p.time.step;
+  j["time"] = time;
+  nlohmann::ordered_json stages = nlohmann::ordered_json::array();
+  for (size_t i = 0; i < p.stage_memory.size(); ++i) {
+    nlohmann::ordered_json s;
+    s["stage"] = i;
+    s["memory_bytes"] = p.stage_memory[i].total();
+    s["forward_s"] = p.stage_time[i].forward;
+    s["backward_s"] = p.stage_time[i].backward;
+    stages.push_back(s);
+  }
+  j["stages"] = stages;
+  return j;
+}
+
+nlohmann::ordered_json layout_json(const Layout& l) {
+  nlohmann::ordered_json j;
+  j["dp"] = l.dp;
+  j["tp"] = l.tp;
+  j["pp"] = l.pp;
+  j["vpp"] = l.vpp;
+  j["cp"] = l.cp;
+  j["ep"] = l.ep;
+  j["etp"] = l.etp;
+  j["sp"] = l.sp;
+  j["zero"] = l.zero;
+  j["micro_batch"] = l.micro_batch;
+  j["recompute"] = to_string(l.recompute);
+  j["dp_overlap"] = to_string(l.dp_overlap);
+  j["bucket_bytes"] = l.bucket_bytes;
+  j["tp_overlap"] = l.tp_overlap;
+  j["schedule"] = to_string(l.schedule);
+  if (l.first_stage_layers) j["first_stage_layers"] = l.first_stage_layers;
+  if (l.last_stage_layers) j["last_stage_layers"] = l.last_stage_layers;
+  return j;
+}
+
+}  // namespace sixfold

@@ -1,0 +1,15 @@
+#pragma once
+// The documented JSON shape of a prediction (README, "predict --json"):
+// {"prediction": {step_time_s, tokens_per_s_per_gpu, tflops_model_per_gpu, tflops_hw_per_gpu, mfu,
+//  peak_memory_bytes, peak_stage}, "memory": {component: bytes}, "time": {component: seconds}}
+#include <nlohmann/json.hpp>
+
+#include "simulator/cost_model.hpp"
+
+namespace sixfold {
+
+nlohmann::ordered_json prediction_summary_json(const Prediction& p);
+nlohmann::ordered_json prediction_json(const Prediction& p);
+nlohmann::ordered_json layout_json(const Layout& l);
+
+}  // namespace sixfold

@@ -1,0 +1,51 @@
+// sixfold predict: price one layout: memory by component per GPU, time by component per step.
+#include <iostream>
+
+#include "simulator/cost_model.hpp"
+#include "simulator/prediction_json.hpp"
+#include "tools/cli/command.hpp"
+#include "tools/cli/report.hpp"
+#include "tools/cli/scenario_options.hpp"
+
+namespace sixfold::cli {
+namespace {
+
+struct PredictCommand {
+  ScenarioFlags flags;
+  bool json = false;
+
+  int run() const {
+    const Scenario s = flags.resolve(true);
+    validate_layout(s.model, s.layout, s.work, s.gpus);
+    const Prediction p = predict(s.model, s.hardware, s.work, s.layout);
+    if (json) {
+      auto j = prediction_json(p);
+      nlohmann::ordered_json out;
+      out["model"] = s.model.name;
+      out["hardware"] = s.hardware.name;
+      out["gpus"] = s.gpus;
+      out["layout"] = layout_json(s.layout);
+      for (auto& [k, v] : j.items()) out[k] = v;
+      std::cout << out.dump(2) << "\n";
+      return 0;
+    }
+    std::cout << "sixfold predict: " << scenario_header(s) << "\n";
+    std::cout << "layout: " << describe(s.layout) << " dp-overlap=" << to_string(s.layout.dp_overlap)
+              << " schedule=" << to_string(s.layout.schedule) << " (" << p.micro_batches << " micro-batches)\n";
+    print_prediction(std::cout, p);
+    if (p.peak_memory > s.hardware.memory_capacity)
+      std::cout << "warning: needs " << p.peak_memory / kGiB << " GiB per GPU, the GPU has "
+                << s.hardware.memory_capacity / kGiB << " GiB\n";
+    return 0;
+  }
+};
+
+Registrar reg("predict", "price one layout: per-GPU memory and step time by component", [](CLI::App& app) {
+  auto cmd = std::make_shared<PredictCommand>();
+  cmd->flags.add_to(app, true);
+  app.add_flag("--json", cmd->json, "machine-readable output (schema in README)");
+  return Action([cmd] { return cmd->run(); });
+});
+
+}  // namespace
+}  // namespace sixfold::cli

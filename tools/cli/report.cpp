@@ -1,0 +1,59 @@
+#include "tools/cli/report.hpp"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <ostream>
+
+namespace sixfold::cli {
+
+namespace {
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+}  // namespace
+
+bool stdout_is_terminal() { return isatty(fileno(stdout)) != 0; }
+
+std::string format_seconds(Seconds s) {
+  if (s >= 1) return fmt("%.3f s", s);
+  if (s >= 1e-3) return fmt("%.2f ms", s * 1e3);
+  return fmt("%.1f us", s * 1e6);
+}
+
+std::string scenario_header(const Scenario& s) {
+  return s.model.name + " on " + std::to_string(s.gpus) + " x " + s.hardware.name + " (" +
+         std::to_string(s.hardware.gpus_per_node) + " per node), seq " + std::to_string(s.work.seq) +
+         ", global batch " + std::to_string(s.work.global_batch) + ", " + to_string(s.work.dtype);
+}
+
+void print_prediction(std::ostream& out, const Prediction& p) {
+  char line[160];
+  std::snprintf(line, sizeof line, "%-28s %12s\n", "memory per GPU", "GiB");
+  out << "\n" << line;
+  for (const auto& [name, bytes] : p.memory.components()) {
+    if (bytes <= 0) continue;
+    std::snprintf(line, sizeof line, "  %-26s %12.2f\n", name.c_str(), bytes / kGiB);
+    out << line;
+  }
+  std::snprintf(line, sizeof line, "  %-26s %12.2f   (stage %d, the peak)\n", "total", p.peak_memory / kGiB, p.peak_stage);
+  out << line;
+  std::snprintf(line, sizeof line, "\n%-28s %12s %7s\n", "time per step", "seconds", "share");
+  out << line;
+  for (const auto& [name, s] : p.time.components()) {
+    if (s <= 0) continue;
+    std::snprintf(line, sizeof line, "  %-26s %12.4f %6.1f%%\n", name.c_str(), s, 100.0 * s / p.step_time);
+    out << line;
+  }
+  std::snprintf(line, sizeof line, "  %-26s %12.4f\n", "step", p.step_time);
+  out << line;
+  std::snprintf(line, sizeof line,
+                "\nstep %s | %.0f tokens/s/GPU | %.1f TFLOP/s/GPU model, %.1f hardware | MFU %.1f%% | peak %.2f GiB\n",
+                format_seconds(p.step_time).c_str(), p.tokens_per_s_per_gpu, p.tflops_model_per_gpu, p.tflops_hw_per_gpu,
+                100 * p.mfu, p.peak_memory / kGiB);
+  out << line;
+}
+
+}  // namespace sixfold::cli

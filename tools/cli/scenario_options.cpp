@@ -1,0 +1,123 @@
+#include "tools/cli/scenario_options.hpp"
+
+#include "common/yaml_util.hpp"
+#include "models/model_zoo.hpp"
+
+namespace sixfold::cli {
+
+void ScenarioFlags::add_to(CLI::App& app, bool with_layout) {
+  app.add_option("--scenario", scenario, "built-in scenario name (configs/scenarios) or a scenario YAML");
+  app.add_option("--model", model, "zoo name (see `sixfold models`), a zoo-style YAML, or a Hugging Face config.json");
+  app.add_option("--hardware", hardware, "GPU profile name (see `sixfold hardware`) or a profile YAML");
+  app.add_option("--cluster", cluster, "cluster YAML: hardware, gpus_per_node, network bandwidth and latency");
+  app.add_option("--gpus", gpus, "number of GPUs");
+  app.add_option("--gpus-per-node", gpus_per_node, "GPUs per node (default: the profile's)");
+  app.add_option("--network-bandwidth", network_bandwidth, "per-GPU bandwidth across nodes, e.g. 50GB/s");
+  app.add_option("--intra-node-bandwidth", intra_node_bandwidth, "per-GPU NVLink/PCIe bandwidth, e.g. 450GB/s");
+  app.add_option("--seq", seq, "sequence length in tokens (default: the model's max_seq, else 2048)");
+  app.add_option("--global-batch", global_batch, "sequences per optimizer step (default: dp x micro-batch x pp)");
+  app.add_option("--dtype", dtype, "bf16 | fp16 | fp8 | fp32 (default bf16)");
+  app.add_flag("--no-flash-attention", no_flash_attention, "price unfused attention that saves the s x s scores");
+  if (!with_layout) return;
+  app.add_option("--plan", plan, "a plan file written by `sixfold plan --export`");
+  app.add_option("--micro-batch", micro_batch, "sequences per micro-batch (default 1)");
+  app.add_option("--tp", tp, "tensor-parallel size (default 1)");
+  app.add_option("--pp", pp, "pipeline-parallel size (default 1)");
+  app.add_option("--vpp", vpp, "virtual stages per pipeline rank (interleaved 1F1B; default 1)");
+  app.add_option("--cp", cp, "context-parallel size (default 1)");
+  app.add_option("--ep", ep, "expert-parallel size (default 1)");
+  app.add_option("--etp", etp, "expert tensor-parallel size (default 1)");
+  app.add_flag("--sp", sp, "Megatron sequence parallelism (needs tp > 1)");
+  app.add_flag("--no-sp", no_sp, "turn sequence parallelism off (over a plan or scenario)");
+  app.add_option("--zero", zero, "ZeRO stage 0-3 (0: plain DDP; 1: distributed optimizer)");
+  app.add_option("--recompute", recompute, "none | selective | full (default none)");
+  app.add_option("--dp-overlap", dp_overlap, "none | per-layer | bucketed (default bucketed)");
+  app.add_option("--bucket-size", bucket_size, "DDP bucket size (default 25MiB)");
+  app.add_flag("--tp-overlap", tp_overlap, "overlap TP communication with GEMMs");
+  app.add_option("--schedule", schedule, "1f1b | interleaved | gpipe | zero-bubble (default 1f1b; interleaved when vpp > 1)");
+  app.add_option("--first-stage-layers", first_stage_layers, "layers on the first pipeline stage (uneven pipelines)");
+  app.add_option("--last-stage-layers", last_stage_layers, "layers on the last pipeline stage (uneven pipelines)");
+}
+
+Scenario ScenarioFlags::resolve(bool with_layout) const {
+  if (!scenario.empty() && !plan.empty()) throw UsageError("give --scenario or --plan, not both");
+  Scenario s;
+  bool have_base = false;
+  if (!plan.empty()) {
+    s = parse_scenario(load_yaml_file(plan));
+    have_base = true;
+  } else if (!scenario.empty()) {
+    s = load_scenario(scenario);
+    have_base = true;
+  }
+  std::string hw_name = hardware;
+  ClusterOverrides overrides;
+  if (!cluster.empty()) {
+    std::string cluster_hw;
+    overrides = load_cluster_overrides(cluster, &cluster_hw);
+    if (hw_name.empty()) hw_name = cluster_hw;
+  }
+  if (!model.empty()) {
+    s.model = load_model(model);
+    s.model_name = model;
+  } else if (!have_base) {
+    throw UsageError("--model is required (or --scenario / --plan); see `sixfold models`");
+  }
+  if (!hw_name.empty()) {
+    s.hardware = load_hardware(hw_name);
+    s.hardware_name = hw_name;
+  } else if (!have_base) {
+    throw UsageError("--hardware is required (or --cluster, --scenario, --plan); see `sixfold hardware`");
+  }
+  if (gpus_per_node) overrides.gpus_per_node = *gpus_per_node;
+  if (!network_bandwidth.empty()) overrides.network_bandwidth = parse_rate(network_bandwidth);
+  if (!intra_node_bandwidth.empty()) overrides.intra_node_bandwidth = parse_rate(intra_node_bandwidth);
+  apply_overrides(s.hardware, overrides);
+  if (s.hardware.gpus_per_node <= 0) throw UsageError("--gpus-per-node must be positive");
+
+  if (!have_base) s.work.seq = s.model.max_seq > 0 ? std::min<Count>(s.model.max_seq, 8192) : 2048;
+  if (!have_base && s.model.max_seq <= 0) s.work.seq = 2048;
+  if (seq) s.work.seq = *seq;
+  if (!dtype.empty()) s.work.dtype = parse_dtype(dtype);
+  if (no_flash_attention) s.work.flash_attention = false;
+  if (s.work.seq <= 0) throw UsageError("--seq must be positive");
+
+  Layout& l = s.layout;
+  if (with_layout) {
+    if (tp) l.tp = *tp;
+    if (pp) l.pp = *pp;
+    if (cp) l.cp = *cp;
+    if (ep) l.ep = *ep;
+    if (etp) l.etp = *etp;
+    if (vpp) {
+      l.vpp = *vpp;
+      if (l.vpp > 1 && schedule.empty()) l.schedule = Schedule::Interleaved;
+    }
+    if (sp && no_sp) throw UsageError("--sp and --no-sp contradict each other");
+    if (sp) l.sp = true;
+    if (no_sp) l.sp = false;
+    if (zero) l.zero = *zero;
+    if (micro_batch) l.micro_batch = *micro_batch;
+    if (!recompute.empty()) l.recompute = parse_recompute(recompute);
+    if (!dp_overlap.empty()) l.dp_overlap = parse_dp_overlap(dp_overlap);
+    if (!bucket_size.empty()) l.bucket_bytes = parse_size(bucket_size);
+    if (tp_overlap) l.tp_overlap = true;
+    if (!schedule.empty()) l.schedule = parse_schedule(schedule);
+    if (first_stage_layers) l.first_stage_layers = *first_stage_layers;
+    if (last_stage_layers) l.last_stage_layers = *last_stage_layers;
+  }
+  if (gpus) s.gpus = *gpus;
+  else if (!have_base) s.gpus = l.tp * l.pp * l.cp;
+  if (s.gpus <= 0) throw UsageError("--gpus must be positive");
+  const int model_parallel = l.tp * l.pp * l.cp;
+  if (model_parallel <= 0 || s.gpus % model_parallel != 0)
+    throw LayoutError("dp*tp*pp*cp = gpus", "tp*pp*cp = " + std::to_string(model_parallel) +
+                                                " does not divide --gpus " + std::to_string(s.gpus));
+  l.dp = s.gpus / model_parallel;
+  if (global_batch) s.work.global_batch = *global_batch;
+  else if (!have_base) s.work.global_batch = Count(l.dp) * l.micro_batch * l.pp;
+  if (s.work.global_batch <= 0) throw UsageError("--global-batch must be positive");
+  return s;
+}
+
+}  // namespace sixfold::cli

@@ -1,0 +1,26 @@
+#pragma once
+// The flags that name a scenario (model, hardware, GPUs, workload, layout), shared by predict,
+// plan, simulate and run. A --scenario or --plan file gives the base; flags override it.
+#include <CLI/CLI.hpp>
+
+#include <optional>
+#include <string>
+
+#include "simulator/scenario.hpp"
+
+namespace sixfold::cli {
+
+struct ScenarioFlags {
+  std::string scenario, plan, model, hardware, cluster, dtype, recompute, dp_overlap, schedule;
+  std::string bucket_size, network_bandwidth, intra_node_bandwidth;
+  std::optional<int> gpus, gpus_per_node, tp, pp, vpp, cp, ep, etp, zero, first_stage_layers, last_stage_layers;
+  std::optional<long long> seq, global_batch, micro_batch;
+  bool sp = false, no_sp = false, tp_overlap = false, no_flash_attention = false;
+
+  // with_layout: add the layout flags (predict, simulate); plan has its own search flags.
+  void add_to(CLI::App& app, bool with_layout);
+  // Resolves files and names into a scenario; throws UsageError for missing or bad values.
+  Scenario resolve(bool with_layout) const;
+};
+
+}  // namespace sixfold::cli
