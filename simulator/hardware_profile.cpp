@@ -1,0 +1,394 @@
+// Loading, validating and overriding hardware profiles (configs/hardware/*.yaml) and cluster
+// descriptions (configs/clusters/*.yaml). The file format is documented in docs/hardware-profiles.md:
+// every number is written {value: X, source: "KIND: where it came from"}, and the source is kept
+// in HardwareProfile::provenance under the value's YAML path ("peak_tflops.bf16", "gemm.half_dim").
+#include "simulator/hardware_profile.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "common/builtin_data.hpp"
+#include "common/error.hpp"
+#include "common/yaml_util.hpp"
+
+namespace sixfold {
+
+namespace {
+
+constexpr const char* kHardwareFolder = "configs/hardware";
+constexpr const char* kClusterFolder = "configs/clusters";
+
+// The kinds a source may name. A source reads "KIND: detail", so that a reader (and a test) can tell a
+// datasheet figure from a measurement, a fit or a prior still waiting for calibration.
+const std::vector<std::string>& source_kinds() {
+  static const std::vector<std::string> kinds = {"datasheet", "whitepaper", "publication", "measurement", "fit",
+                                                 "prior",     "derived",    "override"};
+  return kinds;
+}
+
+std::string join(const std::vector<std::string>& items, const std::string& sep = ", ") {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) out += (i ? sep : "") + items[i];
+  return out;
+}
+
+std::string trim(std::string s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.erase(s.begin());
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
+  return s;
+}
+
+// "25.6us", "5 us", "1.5ms", "0.2s", "2e-5" (plain numbers are seconds). Returns false when unreadable.
+bool parse_duration(const std::string& text, Seconds& out) {
+  std::string t = trim(text);
+  size_t pos = 0;
+  double v = 0;
+  try {
+    v = std::stod(t, &pos);
+  } catch (const std::exception&) {
+    return false;
+  }
+  std::string unit = trim(t.substr(pos));
+  double scale = 0;
+  if (unit.empty() || unit == "s") scale = 1;
+  else if (unit == "ms") scale = 1e-3;
+  else if (unit == "us") scale = 1e-6;
+  else if (unit == "ns") scale = 1e-9;
+  else return false;
+  if (!std::isfinite(v)) return false;
+  out = v * scale;
+  return true;
+}
+
+// Reads one profile document, remembering the source of every value it reads.
+class ProfileReader {
+ public:
+  ProfileReader(const YamlDoc& doc, std::map<std::string, std::string>& provenance)
+      : doc_(doc), provenance_(provenance) {}
+
+  // Rejects keys that the format does not know, so that a typo ("memory_bandwith") is an error
+  // instead of a silently used default.
+  void only_keys(const YAML::Node& map, const std::string& where, const std::vector<std::string>& allowed) {
+    if (!map.IsMap()) yaml_field_error(doc_, map, where, "expected a map of fields");
+    for (const auto& kv : map) {
+      std::string key = kv.first.as<std::string>();
+      if (std::find(allowed.begin(), allowed.end(), key) == allowed.end())
+        yaml_field_error(doc_, kv.first, where.empty() ? key : where + "." + key,
+                         "unknown field (allowed: " + join(allowed) + ")");
+    }
+  }
+
+  // The {value, source} pair at parent[key]; `path` names it in errors and in the provenance map.
+  // Returns the value's text and node.
+  YAML::Node sourced(const YAML::Node& parent, const std::string& key, const std::string& path) {
+    YAML::Node n = parent[key];
+    if (!n) yaml_field_error(doc_, parent, path, "missing");
+    if (!n.IsMap())
+      yaml_field_error(doc_, n, path,
+                       "write {value: X, source: \"KIND: where it came from\"} (KIND one of " +
+                           join(source_kinds()) + ")");
+    only_keys(n, path, {"value", "source"});
+    YAML::Node value = n["value"];
+    if (!value || !value.IsScalar()) yaml_field_error(doc_, n, path + ".value", "missing or not a scalar");
+    YAML::Node source = n["source"];
+    if (!source || !source.IsScalar()) yaml_field_error(doc_, n, path + ".source", "missing (every value says where it came from)");
+    std::string text = source.as<std::string>();
+    check_source(source, path, text);
+    provenance_[path] = text;
+    return value;
+  }
+
+  double number(const YAML::Node& parent, const std::string& key, const std::string& path) {
+    YAML::Node v = sourced(parent, key, path);
+    try {
+      return v.as<double>();
+    } catch (const YAML::Exception&) {
+      yaml_field_error(doc_, v, path, "cannot read '" + v.as<std::string>() + "' as a number");
+    }
+  }
+
+  int integer(const YAML::Node& parent, const std::string& key, const std::string& path) {
+    YAML::Node v = sourced(parent, key, path);
+    try {
+      return v.as<int>();
+    } catch (const YAML::Exception&) {
+      yaml_field_error(doc_, v, path, "cannot read '" + v.as<std::string>() + "' as an integer");
+    }
+  }
+
+  bool boolean(const YAML::Node& parent, const std::string& key, const std::string& path) {
+    YAML::Node v = sourced(parent, key, path);
+    try {
+      return v.as<bool>();
+    } catch (const YAML::Exception&) {
+      yaml_field_error(doc_, v, path, "cannot read '" + v.as<std::string>() + "' as true/false");
+    }
+  }
+
+  Bytes size(const YAML::Node& parent, const std::string& key, const std::string& path) {
+    YAML::Node v = sourced(parent, key, path);
+    return scaled(v, path, "a size (e.g. 80GiB, 141GiB, 4MiB)", parse_size);
+  }
+
+  BytesPerSec rate(const YAML::Node& parent, const std::string& key, const std::string& path) {
+    YAML::Node v = sourced(parent, key, path);
+    return scaled(v, path, "a rate (e.g. 450GB/s, 3.35TB/s)", parse_rate);
+  }
+
+  Seconds duration(const YAML::Node& parent, const std::string& key, const std::string& path) {
+    YAML::Node v = sourced(parent, key, path);
+    std::string text = v.as<std::string>();
+    Seconds s = 0;
+    if (!parse_duration(text, s))
+      yaml_field_error(doc_, v, path, "cannot read '" + text + "' as a duration (e.g. 5us, 1.2ms, 0.5s)");
+    if (s < 0) yaml_field_error(doc_, v, path, "must not be negative, got '" + text + "'");
+    return s;
+  }
+
+  // Value checks that name the field and its line.
+  void require_positive(const YAML::Node& parent, const std::string& key, const std::string& path, double v) {
+    if (!(v > 0)) yaml_field_error(doc_, value_node(parent, key), path, "must be positive, got " + show(v));
+  }
+  void require_fraction(const YAML::Node& parent, const std::string& key, const std::string& path, double v) {
+    if (!(v > 0 && v <= 1))
+      yaml_field_error(doc_, value_node(parent, key), path, "must be in (0, 1], got " + show(v));
+  }
+  void require_non_negative(const YAML::Node& parent, const std::string& key, const std::string& path, double v) {
+    if (!(v >= 0)) yaml_field_error(doc_, value_node(parent, key), path, "must not be negative, got " + show(v));
+  }
+
+  const YamlDoc& doc() const { return doc_; }
+
+ private:
+  template <typename Parse>
+  double scaled(const YAML::Node& v, const std::string& path, const std::string& expected, Parse parse) {
+    std::string text = trim(v.as<std::string>());
+    // parse_size/parse_rate reject negative numbers with an "unknown unit" message; say what is wrong.
+    if (!text.empty() && text.front() == '-')
+      yaml_field_error(doc_, v, path, "must be positive, got '" + text + "'");
+    try {
+      return parse(text);
+    } catch (const Error& e) {
+      yaml_field_error(doc_, v, path, "cannot read '" + text + "' as " + expected);
+    }
+  }
+
+  void check_source(const YAML::Node& node, const std::string& path, const std::string& text) {
+    auto colon = text.find(':');
+    std::string kind = colon == std::string::npos ? "" : trim(text.substr(0, colon));
+    std::string detail = colon == std::string::npos ? "" : trim(text.substr(colon + 1));
+    const auto& kinds = source_kinds();
+    if (std::find(kinds.begin(), kinds.end(), kind) == kinds.end() || detail.empty())
+      yaml_field_error(doc_, node, path + ".source",
+                       "'" + text + "' must read \"KIND: detail\" with KIND one of " + join(kinds));
+  }
+
+  YAML::Node value_node(const YAML::Node& parent, const std::string& key) {
+    YAML::Node n = parent[key];
+    return n && n.IsMap() && n["value"] ? n["value"] : parent;
+  }
+
+  static std::string show(double v) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%g", v);
+    return buf;
+  }
+
+  const YamlDoc& doc_;
+  std::map<std::string, std::string>& provenance_;
+};
+
+CollectiveCurve read_curve(ProfileReader& r, const YAML::Node& root, const std::string& key) {
+  YAML::Node n = root[key];
+  if (!n) yaml_field_error(r.doc(), root, key, "missing");
+  r.only_keys(n, key, {"peak_busbw", "half_size", "latency"});
+  CollectiveCurve c;
+  c.peak_busbw = r.rate(n, "peak_busbw", key + ".peak_busbw");
+  r.require_positive(n, "peak_busbw", key + ".peak_busbw", c.peak_busbw);
+  c.half_size = r.size(n, "half_size", key + ".half_size");
+  r.require_non_negative(n, "half_size", key + ".half_size", c.half_size);
+  c.latency = r.duration(n, "latency", key + ".latency");
+  return c;
+}
+
+bool looks_like_path(const std::string& s) {
+  if (s.find('/') != std::string::npos) return true;
+  auto ends_with = [&](const std::string& suffix) {
+    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  return ends_with(".yaml") || ends_with(".yml");
+}
+
+// The text of a built-in file by name, or of a file by path, with the name used in error messages.
+struct NamedText {
+  std::string text;
+  std::string source;
+};
+
+NamedText read_named(const std::string& name_or_path, const std::string& folder, const std::string& what) {
+  std::string builtin_path = folder + "/" + name_or_path + ".yaml";
+  if (auto text = builtin_text(builtin_path)) return {std::string(*text), "built-in " + builtin_path};
+  if (looks_like_path(name_or_path) || std::filesystem::exists(name_or_path)) {
+    std::ifstream in(name_or_path);
+    if (!in) throw UsageError("cannot open " + what + " file '" + name_or_path + "'");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return {ss.str(), name_or_path};
+  }
+  throw UsageError("unknown " + what + " '" + name_or_path + "' (built-in: " + join(builtin_names(folder)) +
+                   "; or give a path to a YAML file)");
+}
+
+}  // namespace
+
+FlopsPerSec HardwareProfile::peak(Dtype d) const {
+  auto it = peak_flops.find(d);
+  if (it != peak_flops.end()) return it->second;
+  std::vector<std::string> have;
+  for (const auto& [dtype, flops] : peak_flops) have.push_back(to_string(dtype));
+  throw Error("hardware profile '" + name + "' has no peak rate for dtype '" + to_string(d) +
+              "' (it has: " + join(have) + ")");
+}
+
+HardwareProfile parse_hardware(const std::string& yaml_text, const std::string& source) {
+  YamlDoc doc = parse_yaml(yaml_text, source);
+  const YAML::Node& root = doc.root;
+  HardwareProfile hw;
+  ProfileReader r(doc, hw.provenance);
+  if (!root || !root.IsMap()) throw Error(source + ": a hardware profile must be a YAML map of fields");
+  r.only_keys(root, "",
+              {"name", "description", "peak_tflops", "memory_capacity", "memory_bandwidth", "sm_count",
+               "gpus_per_node", "intra_node_bandwidth", "pcie_only", "network_bandwidth", "network_latency",
+               "gemm", "attention_efficiency", "memory_efficiency", "intra_node", "inter_node",
+               "context_memory"});
+
+  hw.name = required<std::string>(doc, root, "name");
+  hw.description = optional<std::string>(doc, root, "description", "");
+
+  YAML::Node peaks = root["peak_tflops"];
+  if (!peaks) yaml_field_error(doc, root, "peak_tflops", "missing");
+  r.only_keys(peaks, "peak_tflops", {"fp32", "tf32", "bf16", "fp16", "fp8"});
+  for (const auto& kv : peaks) {
+    std::string key = kv.first.as<std::string>();
+    std::string path = "peak_tflops." + key;
+    double tflops = r.number(peaks, key, path);
+    r.require_positive(peaks, key, path, tflops);
+    hw.peak_flops[parse_dtype(key)] = tflops * kTera;
+  }
+  if (!hw.peak_flops.count(Dtype::BF16))
+    yaml_field_error(doc, peaks, "peak_tflops.bf16", "missing (every profile needs the bf16 dense peak)");
+
+  hw.memory_capacity = r.size(root, "memory_capacity", "memory_capacity");
+  r.require_positive(root, "memory_capacity", "memory_capacity", hw.memory_capacity);
+  hw.memory_bandwidth = r.rate(root, "memory_bandwidth", "memory_bandwidth");
+  r.require_positive(root, "memory_bandwidth", "memory_bandwidth", hw.memory_bandwidth);
+  hw.sm_count = r.integer(root, "sm_count", "sm_count");
+  r.require_positive(root, "sm_count", "sm_count", hw.sm_count);
+  hw.gpus_per_node = r.integer(root, "gpus_per_node", "gpus_per_node");
+  r.require_positive(root, "gpus_per_node", "gpus_per_node", hw.gpus_per_node);
+  hw.intra_node_bandwidth = r.rate(root, "intra_node_bandwidth", "intra_node_bandwidth");
+  r.require_positive(root, "intra_node_bandwidth", "intra_node_bandwidth", hw.intra_node_bandwidth);
+  hw.pcie_only = r.boolean(root, "pcie_only", "pcie_only");
+  hw.network_bandwidth = r.rate(root, "network_bandwidth", "network_bandwidth");
+  r.require_positive(root, "network_bandwidth", "network_bandwidth", hw.network_bandwidth);
+  hw.network_latency = r.duration(root, "network_latency", "network_latency");
+
+  YAML::Node gemm = root["gemm"];
+  if (!gemm) yaml_field_error(doc, root, "gemm", "missing");
+  r.only_keys(gemm, "gemm", {"max_efficiency", "half_dim", "tile"});
+  hw.gemm.max_efficiency = r.number(gemm, "max_efficiency", "gemm.max_efficiency");
+  r.require_fraction(gemm, "max_efficiency", "gemm.max_efficiency", hw.gemm.max_efficiency);
+  hw.gemm.half_dim = r.number(gemm, "half_dim", "gemm.half_dim");
+  r.require_non_negative(gemm, "half_dim", "gemm.half_dim", hw.gemm.half_dim);
+  hw.gemm.tile = r.integer(gemm, "tile", "gemm.tile");
+  r.require_positive(gemm, "tile", "gemm.tile", hw.gemm.tile);
+
+  hw.attention_efficiency = r.number(root, "attention_efficiency", "attention_efficiency");
+  r.require_fraction(root, "attention_efficiency", "attention_efficiency", hw.attention_efficiency);
+  hw.memory_efficiency = r.number(root, "memory_efficiency", "memory_efficiency");
+  r.require_fraction(root, "memory_efficiency", "memory_efficiency", hw.memory_efficiency);
+
+  hw.intra_node = read_curve(r, root, "intra_node");
+  hw.inter_node = read_curve(r, root, "inter_node");
+
+  hw.context_memory = r.size(root, "context_memory", "context_memory");
+  r.require_non_negative(root, "context_memory", "context_memory", hw.context_memory);
+  if (hw.context_memory >= hw.memory_capacity)
+    yaml_field_error(doc, root["context_memory"], "context_memory", "must be smaller than memory_capacity");
+  return hw;
+}
+
+std::vector<std::string> builtin_hardware_names() { return builtin_names(kHardwareFolder); }
+
+HardwareProfile load_hardware(const std::string& name_or_path) {
+  NamedText file = read_named(name_or_path, kHardwareFolder, "hardware");
+  return parse_hardware(file.text, file.source);
+}
+
+void apply_overrides(HardwareProfile& hw, const ClusterOverrides& o) {
+  auto record = [&](const std::string& field) {
+    auto it = o.provenance.find(field);
+    std::string src = it != o.provenance.end() ? it->second : "override: command line";
+    auto prev = hw.provenance.find(field);
+    if (prev != hw.provenance.end() && prev->second != src) src += " (replaces " + prev->second + ")";
+    hw.provenance[field] = src;
+  };
+  if (o.gpus_per_node) {
+    if (*o.gpus_per_node <= 0)
+      throw UsageError("gpus_per_node must be positive, got " + std::to_string(*o.gpus_per_node));
+    hw.gpus_per_node = *o.gpus_per_node;
+    record("gpus_per_node");
+  }
+  if (o.intra_node_bandwidth) {
+    if (!(*o.intra_node_bandwidth > 0)) throw UsageError("intra_node_bandwidth must be positive");
+    hw.intra_node_bandwidth = *o.intra_node_bandwidth;
+    record("intra_node_bandwidth");
+  }
+  if (o.network_bandwidth) {
+    if (!(*o.network_bandwidth > 0)) throw UsageError("network_bandwidth must be positive");
+    hw.network_bandwidth = *o.network_bandwidth;
+    record("network_bandwidth");
+  }
+  if (o.network_latency) {
+    if (!(*o.network_latency >= 0)) throw UsageError("network_latency must not be negative");
+    hw.network_latency = *o.network_latency;
+    record("network_latency");
+  }
+}
+
+ClusterOverrides load_cluster_overrides(const std::string& name_or_path, std::string* hardware_name) {
+  NamedText file = read_named(name_or_path, kClusterFolder, "cluster");
+  YamlDoc doc = parse_yaml(file.text, file.source);
+  const YAML::Node& root = doc.root;
+  if (!root || !root.IsMap()) throw Error(doc.source + ": a cluster file must be a YAML map of fields");
+  ClusterOverrides o;
+  ProfileReader r(doc, o.provenance);
+  r.only_keys(root, "",
+              {"name", "description", "hardware", "gpus_per_node", "intra_node_bandwidth", "network_bandwidth",
+               "network_latency"});
+  std::string hardware = required<std::string>(doc, root, "hardware");
+  if (hardware_name) *hardware_name = hardware;
+  if (root["gpus_per_node"]) {
+    o.gpus_per_node = r.integer(root, "gpus_per_node", "gpus_per_node");
+    r.require_positive(root, "gpus_per_node", "gpus_per_node", *o.gpus_per_node);
+  }
+  if (root["intra_node_bandwidth"]) {
+    o.intra_node_bandwidth = r.rate(root, "intra_node_bandwidth", "intra_node_bandwidth");
+    r.require_positive(root, "intra_node_bandwidth", "intra_node_bandwidth", *o.intra_node_bandwidth);
+  }
+  if (root["network_bandwidth"]) {
+    o.network_bandwidth = r.rate(root, "network_bandwidth", "network_bandwidth");
+    r.require_positive(root, "network_bandwidth", "network_bandwidth", *o.network_bandwidth);
+  }
+  if (root["network_latency"]) o.network_latency = r.duration(root, "network_latency", "network_latency");
+  // Say which cluster file a value came from, next to the file's own source for it.
+  for (auto& [field, src] : o.provenance) src += " [cluster " + doc.source + "]";
+  return o;
+}
+
+}  // namespace sixfold
