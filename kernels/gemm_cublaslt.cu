@@ -1,0 +1,114 @@
+// Row-major bf16 GEMM through cuBLASLt with fp32 accumulation (CUBLAS_COMPUTE_32F).
+// cuBLASLt is column-major: a row-major C[m, n] is the column-major C^T[n, m], so
+// C = op(A) op(B) is computed as C^T = op(B)^T op(A)^T, i.e. with the operands swapped and each
+// row-major buffer read as its column-major transpose (the usual trick; see the cuBLAS docs,
+// "cublasLtMatmul"). The heuristic's first algorithm is cached per shape.
+#include <map>
+#include <tuple>
+
+#include "kernels/cuda_common.cuh"
+
+namespace sixfold::cuda {
+
+namespace {
+
+using ShapeKey = std::tuple<int, int, int, bool, bool, int, bool>;  // m n k ta tb out-type beta!=0
+
+struct MatmulPlan {
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t layout_a = nullptr, layout_b = nullptr, layout_c = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+};
+
+}  // namespace
+
+struct CublasLtGemm::Impl {
+  cublasLtHandle_t handle = nullptr;
+  void* workspace = nullptr;
+  std::size_t workspace_bytes = 0;
+  std::map<ShapeKey, MatmulPlan> plans;
+
+  ~Impl() {
+    for (auto& [key, plan] : plans) {
+      cublasLtMatrixLayoutDestroy(plan.layout_a);
+      cublasLtMatrixLayoutDestroy(plan.layout_b);
+      cublasLtMatrixLayoutDestroy(plan.layout_c);
+      cublasLtMatmulDescDestroy(plan.desc);
+    }
+    if (workspace) cudaFree(workspace);
+    if (handle) cublasLtDestroy(handle);
+  }
+
+  const MatmulPlan& plan(int m, int n, int k, bool trans_a, bool trans_b, cudaDataType_t out_type, bool has_beta) {
+    const ShapeKey key{m, n, k, trans_a, trans_b, int(out_type), has_beta};
+    auto found = plans.find(key);
+    if (found != plans.end()) return found->second;
+
+    MatmulPlan p;
+    CHECK_CUBLAS(cublasLtMatmulDescCreate(&p.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    // Column-major view: D[n, m] = X[n, k] * Y[k, m], X = op(B)^T, Y = op(A)^T.
+    const cublasOperation_t op_x = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const cublasOperation_t op_y = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+    CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_x, sizeof op_x));
+    CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_y, sizeof op_y));
+    // Stored (before op) shapes of the column-major views: B row-major [k, n] is column-major
+    // [n, k] with ld n; B^T stored row-major [n, k] is column-major [k, n] with ld k; same for A.
+    if (trans_b) CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&p.layout_a, CUDA_R_16BF, k, n, k));
+    else CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&p.layout_a, CUDA_R_16BF, n, k, n));
+    if (trans_a) CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&p.layout_b, CUDA_R_16BF, m, k, m));
+    else CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&p.layout_b, CUDA_R_16BF, k, m, k));
+    CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&p.layout_c, out_type, n, m, n));
+
+    cublasLtMatmulPreference_t preference = nullptr;
+    CHECK_CUBLAS(cublasLtMatmulPreferenceCreate(&preference));
+    CHECK_CUBLAS(cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                      &workspace_bytes, sizeof workspace_bytes));
+    cublasLtMatmulHeuristicResult_t result{};
+    int returned = 0;
+    const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(handle, p.desc, p.layout_a, p.layout_b,
+                                                                 p.layout_c, p.layout_c, preference, 1, &result,
+                                                                 &returned);
+    cublasLtMatmulPreferenceDestroy(preference);
+    if (status != CUBLAS_STATUS_SUCCESS || returned == 0) {
+      cublasLtMatrixLayoutDestroy(p.layout_a);
+      cublasLtMatrixLayoutDestroy(p.layout_b);
+      cublasLtMatrixLayoutDestroy(p.layout_c);
+      cublasLtMatmulDescDestroy(p.desc);
+      throw Error("cuBLASLt found no algorithm for bf16 GEMM m=" + std::to_string(m) + " n=" + std::to_string(n) +
+                  " k=" + std::to_string(k) + " (status " + cublasLtGetStatusName(status) + ")");
+    }
+    p.algo = result.algo;
+    return plans.emplace(key, p).first->second;
+  }
+
+  void run(const Bf16* a, const Bf16* b, void* c, cudaDataType_t out_type, int m, int n, int k, bool trans_a,
+           bool trans_b, float alpha, float beta, Stream stream) {
+    if (m < 0 || n < 0 || k < 0)
+      throw UsageError("CublasLtGemm::matmul: m=" + std::to_string(m) + " n=" + std::to_string(n) +
+                       " k=" + std::to_string(k) + " (allowed: >= 0)");
+    if (m == 0 || n == 0) return;
+    const MatmulPlan& p = plan(m, n, k, trans_a, trans_b, out_type, beta != 0.0f);
+    CHECK_CUBLAS(cublasLtMatmul(handle, p.desc, &alpha, b, p.layout_a, a, p.layout_b, &beta, c, p.layout_c, c,
+                                p.layout_c, &p.algo, workspace, workspace_bytes, as_cuda(stream)));
+  }
+};
+
+CublasLtGemm::CublasLtGemm(std::size_t workspace_bytes) : impl_(std::make_unique<Impl>()) {
+  CHECK_CUBLAS(cublasLtCreate(&impl_->handle));
+  impl_->workspace_bytes = workspace_bytes;
+  if (workspace_bytes > 0) CHECK_CUDA(cudaMalloc(&impl_->workspace, workspace_bytes));
+}
+
+CublasLtGemm::~CublasLtGemm() = default;
+
+void CublasLtGemm::matmul(const Bf16* a, const Bf16* b, Bf16* c, int m, int n, int k, bool trans_a, bool trans_b,
+                          float alpha, float beta, Stream stream) {
+  impl_->run(a, b, c, CUDA_R_16BF, m, n, k, trans_a, trans_b, alpha, beta, stream);
+}
+
+void CublasLtGemm::matmul(const Bf16* a, const Bf16* b, float* c, int m, int n, int k, bool trans_a, bool trans_b,
+                          float alpha, float beta, Stream stream) {
+  impl_->run(a, b, c, CUDA_R_32F, m, n, k, trans_a, trans_b, alpha, beta, stream);
+}
+
+}  // namespace sixfold::cuda

@@ -1,0 +1,19 @@
+// Main of the GPU kernel tests: without a CUDA device it returns 77, which CTest reports as
+// "skipped" (SKIP_RETURN_CODE in tests/kernels/CMakeLists.txt), so CPU-only machines stay green.
+#define DOCTEST_CONFIG_IMPLEMENT
+#include <doctest/doctest.h>
+
+#include <cstdio>
+
+#include "kernels/cuda_kernels.hpp"
+
+int main(int argc, char** argv) {
+  const int devices = sixfold::cuda::device_count();
+  if (devices == 0) {
+    std::printf("no CUDA device: GPU kernel tests skipped\n");
+    return 77;
+  }
+  std::printf("GPU kernel tests on %s\n", sixfold::cuda::device_name(0).c_str());
+  doctest::Context context(argc, argv);
+  return context.run();
+}
