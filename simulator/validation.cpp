@@ -1,0 +1,272 @@
+#include "simulator/validation.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "common/error.hpp"
+
+namespace sixfold {
+
+namespace {
+
+std::optional<double> number(const std::string& s) {
+  if (s.empty() || s == "unknown") return std::nullopt;
+  try {
+    size_t pos = 0;
+    double v = std::stod(s, &pos);
+    if (pos != s.size()) return std::nullopt;
+    return v;
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+long as_int(const CsvTable& t, size_t row, const std::string& col, long fallback) {
+  auto v = number(t.field(row, col));
+  return v ? long(*v) : fallback;
+}
+
+// The candidates a user would try for an unstated field, cheapest (fastest) first.
+const Recompute kRecomputeOrder[] = {Recompute::None, Recompute::Selective, Recompute::Full};
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+std::vector<double> ranks(const std::vector<double>& x) {
+  std::vector<size_t> idx(x.size());
+  std::iota(idx.begin(), idx.end(), 0);
+  std::sort(idx.begin(), idx.end(), [&](size_t a, size_t b) { return x[a] < x[b]; });
+  std::vector<double> r(x.size());
+  for (size_t i = 0; i < idx.size();) {
+    size_t j = i;
+    while (j + 1 < idx.size() && x[idx[j + 1]] == x[idx[i]]) ++j;
+    for (size_t k = i; k <= j; ++k) r[idx[k]] = 0.5 * double(i + j);  // ties share the mean rank
+    i = j + 1;
+  }
+  return r;
+}
+
+double spearman(const std::vector<double>& a, const std::vector<double>& b) {
+  if (a.size() < 2) return 1;
+  const auto ra = ranks(a), rb = ranks(b);
+  const double ma = std::accumulate(ra.begin(), ra.end(), 0.0) / ra.size();
+  const double mb = std::accumulate(rb.begin(), rb.end(), 0.0) / rb.size();
+  double num = 0, da = 0, db = 0;
+  for (size_t i = 0; i < ra.size(); ++i) {
+    num += (ra[i] - ma) * (rb[i] - mb);
+    da += (ra[i] - ma) * (ra[i] - ma);
+    db += (rb[i] - mb) * (rb[i] - mb);
+  }
+  return da > 0 && db > 0 ? num / std::sqrt(da * db) : 1;
+}
+
+}  // namespace
+
+Scenario scenario_from_row(const CsvTable& t, size_t r) {
+  Scenario s;
+  s.name = t.field(r, "id");
+  ModelSpec& m = s.model;
+  m.name = "row " + s.name;
+  m.layers = int(as_int(t, r, "layers", 0));
+  m.hidden = as_int(t, r, "hidden", 0);
+  m.ffn = as_int(t, r, "ffn", 0);
+  m.heads = int(as_int(t, r, "heads", 0));
+  m.kv_heads = int(as_int(t, r, "kv_heads", m.heads));
+  m.vocab = as_int(t, r, "vocab", 0);
+  if (m.layers <= 0 || m.hidden <= 0 || m.heads <= 0 || m.vocab <= 0) throw Error("architecture not stated");
+  m.head_dim = int(m.hidden / m.heads);
+  const long seq = as_int(t, r, "seq", 0);
+  if (seq <= 0) throw Error("seq not stated");
+  m.max_seq = int(seq);
+  const bool gpt_style = m.ffn == 4 * m.hidden && m.kv_heads == m.heads;
+  if (gpt_style) {
+    m.norm = NormKind::LayerNorm;
+    m.activation = Activation::GELU;
+    m.learned_positions = true;
+    m.rotary_fraction = 0;
+    m.tied_embeddings = true;
+    m.linear_bias = true;
+    m.dropout = true;
+  } else {
+    m.norm = NormKind::RMSNorm;
+    m.activation = Activation::SwiGLU;
+  }
+  if (auto e = number(t.field(r, "experts")); e && *e > 0) {
+    m.moe.num_experts = int(*e);
+    m.moe.top_k = int(as_int(t, r, "topk", 2));
+    m.moe.expert_ffn = as_int(t, r, "moe_ffn", m.ffn);
+    if (m.ffn <= 0) m.ffn = m.moe.expert_ffn;
+  }
+  validate_model(m, t.source + " row " + s.name);
+
+  s.hardware_name = t.field(r, "gpu");
+  try {
+    s.hardware = load_hardware(s.hardware_name);
+  } catch (const UsageError&) {
+    throw Error("no hardware profile '" + s.hardware_name + "'");
+  }
+  s.hardware.gpus_per_node = int(as_int(t, r, "gpus_per_node", s.hardware.gpus_per_node));
+  s.gpus = int(as_int(t, r, "gpus", 0));
+  Layout& l = s.layout;
+  l.tp = int(as_int(t, r, "tp", 1));
+  l.pp = int(as_int(t, r, "pp", 1));
+  l.cp = int(as_int(t, r, "cp", 1));
+  l.ep = std::max(1, int(as_int(t, r, "ep", 1)));
+  l.dp = int(as_int(t, r, "dp", s.gpus / std::max(1, l.tp * l.pp * l.cp)));
+  l.vpp = int(as_int(t, r, "vpp", 1));
+  if (l.vpp > 1) l.schedule = Schedule::Interleaved;
+  l.sp = as_int(t, r, "sp", 0) == 1;
+  l.zero = int(as_int(t, r, "zero", 0));
+  l.micro_batch = as_int(t, r, "micro_batch", 0);
+  s.work.seq = seq;
+  s.work.global_batch = as_int(t, r, "global_batch", 0);
+  const std::string dtype = t.field(r, "dtype");
+  s.work.dtype = dtype.empty() ? Dtype::BF16 : parse_dtype(dtype);
+  if (s.gpus <= 0 || s.work.global_batch <= 0) throw Error("gpus or global batch not stated");
+  return s;
+}
+
+ValidationReport validate_runs(const CsvTable& t, const ValidationOptions& opt) {
+  ValidationReport rep;
+  rep.source = t.source;
+  const Predictor price = opt.predictor ? opt.predictor : Predictor([](const Scenario& s) {
+    return predict(s.model, s.hardware, s.work, s.layout);
+  });
+  for (size_t r = 0; r < t.rows.size(); ++r) {
+    RowResult row;
+    row.id = t.field(r, "id");
+    if (opt.include && !opt.include(r, row.id)) continue;
+    try {
+      Scenario s = scenario_from_row(t, r);
+      const std::string rc = t.field(r, "recompute");
+      std::vector<Recompute> recomputes;
+      if (rc.empty() || rc == "unknown") recomputes.assign(std::begin(kRecomputeOrder), std::end(kRecomputeOrder));
+      else recomputes.push_back(parse_recompute(rc));
+      std::vector<Count> micro_batches;
+      if (s.layout.micro_batch > 0) micro_batches.push_back(s.layout.micro_batch);
+      else
+        for (Count b = 1; b <= s.work.global_batch / s.layout.dp; b *= 2)
+          if (s.work.global_batch % (s.layout.dp * b) == 0) micro_batches.push_back(b);
+      // Fill unstated fields the way a user would: the fastest micro-batch, and the cheapest
+      // recompute, that fit in memory; if nothing fits, the least memory.
+      std::optional<Prediction> best;
+      Layout best_layout;
+      bool best_fits = false;
+      std::string last_error;
+      for (Recompute rcv : recomputes) {
+        for (Count b : micro_batches) {
+          Layout l = s.layout;
+          l.recompute = rcv;
+          l.micro_batch = b;
+          try {
+            validate_layout(s.model, l, s.work, s.gpus);
+          } catch (const LayoutError& e) {
+            last_error = e.constraint();
+            continue;
+          }
+          Scenario trial = s;
+          trial.layout = l;
+          Prediction p = price(trial);
+          const bool fits = p.peak_memory <= s.hardware.memory_capacity;
+          const bool better = !best || (fits && !best_fits) ||
+                              (fits == best_fits && (fits ? p.step_time < best->step_time : p.peak_memory < best->peak_memory));
+          if (better) {
+            best = p;
+            best_layout = l;
+            best_fits = fits;
+          }
+        }
+        if (best_fits) break;  // the cheapest recompute that fits
+      }
+      if (!best) throw Error("layout invalid: " + last_error);
+      if (recomputes.size() > 1) row.filled.push_back("recompute=" + to_string(best_layout.recompute));
+      if (micro_batches.size() > 1 || s.layout.micro_batch <= 0) row.filled.push_back("micro_batch=" + std::to_string(best_layout.micro_batch));
+      s.layout = best_layout;
+      row.scenario = s;
+      row.predicted_to_fit = best_fits;
+      const Prediction& p = *best;
+      const std::map<std::string, double> predicted = {{"iter_s", p.step_time},
+                                                       {"tflops_hw", p.tflops_hw_per_gpu},
+                                                       {"tflops_model", p.tflops_model_per_gpu},
+                                                       {"mfu_pct", 100 * p.mfu},
+                                                       {"tokens_per_gpu_s", p.tokens_per_s_per_gpu},
+                                                       {"peak_mem_gib", p.peak_memory / kGiB}};
+      for (const auto& metric : validation_metrics()) {
+        auto v = number(t.field(r, metric));
+        if (!v || *v <= 0) continue;
+        row.measured[metric] = *v;
+        row.predicted[metric] = predicted.at(metric);
+        row.error_pct[metric] = 100.0 * (predicted.at(metric) - *v) / *v;
+      }
+      row.scored = !row.measured.empty();
+      if (!row.scored) row.skip_reason = "no measured metric";
+    } catch (const Error& e) {
+      row.skip_reason = e.what();
+    }
+    if (row.scored) {
+      ++rep.rows_scored;
+      for (const auto& f : row.filled) ++rep.filled_counts[f.substr(0, f.find('='))];
+    } else {
+      ++rep.rows_skipped;
+      ++rep.skip_reasons[row.skip_reason];
+    }
+    rep.rows.push_back(std::move(row));
+  }
+  for (const auto& metric : validation_metrics()) {
+    MetricSummary ms;
+    std::vector<double> errs;
+    for (const auto& row : rep.rows) {
+      auto it = row.error_pct.find(metric);
+      if (it == row.error_pct.end()) continue;
+      const double e = std::fabs(it->second);
+      errs.push_back(e);
+      if (e >= ms.worst_pct) {
+        ms.worst_pct = e;
+        ms.worst_id = row.id;
+      }
+    }
+    if (errs.empty()) continue;
+    ms.n = int(errs.size());
+    ms.mape_pct = std::accumulate(errs.begin(), errs.end(), 0.0) / errs.size();
+    ms.median_pct = median(errs);
+    rep.metrics[metric] = ms;
+  }
+  if (opt.rank) {
+    // Groups: the same model, GPU count and global batch; only the layout differs.
+    std::map<std::string, std::vector<const RowResult*>> groups;
+    for (const auto& row : rep.rows) {
+      if (!row.scored || !row.measured.count("iter_s")) continue;
+      const auto& s = row.scenario;
+      const std::string key = std::to_string(s.model.layers) + "x" + std::to_string(s.model.hidden) + " seq " +
+                              std::to_string(s.work.seq) + " gpus " + std::to_string(s.gpus) + " batch " +
+                              std::to_string(s.work.global_batch);
+      groups[key].push_back(&row);
+    }
+    for (const auto& [key, rows] : groups) {
+      if (rows.size() < 2) continue;
+      RankGroup g;
+      g.key = key;
+      g.layouts = int(rows.size());
+      std::vector<double> measured, predicted;
+      const RowResult* pick = rows.front();
+      double best_measured = rows.front()->measured.at("iter_s");
+      for (const RowResult* row : rows) {
+        measured.push_back(row->measured.at("iter_s"));
+        predicted.push_back(row->predicted.at("iter_s"));
+        best_measured = std::min(best_measured, row->measured.at("iter_s"));
+        if (row->predicted.at("iter_s") < pick->predicted.at("iter_s")) pick = row;
+      }
+      g.regret_pct = 100.0 * (pick->measured.at("iter_s") / best_measured - 1.0);
+      g.spearman = spearman(measured, predicted);
+      rep.groups.push_back(g);
+    }
+  }
+  return rep;
+}
+
+}  // namespace sixfold

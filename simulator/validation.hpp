@@ -1,0 +1,71 @@
+#pragma once
+// Scoring predictions against measured runs (../shared/validation/README.md format): one row per
+// run, metrics iter_s, tflops_hw, tflops_model, mfu_pct, tokens_per_gpu_s, peak_mem_gib.
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/csv.hpp"
+#include "simulator/cost_model.hpp"
+#include "simulator/scenario.hpp"
+
+namespace sixfold {
+
+inline const std::vector<std::string>& validation_metrics() {
+  static const std::vector<std::string> m = {"iter_s", "tflops_hw", "tflops_model", "mfu_pct", "tokens_per_gpu_s", "peak_mem_gib"};
+  return m;
+}
+
+struct RowResult {
+  std::string id;
+  bool scored = false;
+  std::string skip_reason;        // why not scored
+  std::vector<std::string> filled;  // fields filled the way a user would ("recompute=full (cheapest that fits)")
+  Scenario scenario;
+  std::map<std::string, double> measured, predicted, error_pct;  // signed % error per metric
+  bool predicted_to_fit = true;
+};
+
+struct MetricSummary {
+  int n = 0;
+  double mape_pct = 0, median_pct = 0, worst_pct = 0;
+  std::string worst_id;
+};
+
+struct RankGroup {
+  std::string key;
+  int layouts = 0;
+  double regret_pct = 0;   // measured time of the predicted best over the measured best, minus 1
+  double spearman = 0;
+};
+
+struct ValidationReport {
+  std::string source;
+  std::vector<RowResult> rows;
+  int rows_scored = 0, rows_skipped = 0;
+  std::map<std::string, int> skip_reasons;
+  std::map<std::string, int> filled_counts;
+  std::map<std::string, MetricSummary> metrics;
+  std::vector<RankGroup> groups;  // with ranking on
+};
+
+// Prices a row's scenario; the default is the closed-form predict(). The simulator plugs in here.
+using Predictor = std::function<Prediction(const Scenario&)>;
+
+struct ValidationOptions {
+  bool rank = false;
+  Predictor predictor;  // empty: closed form
+  // Optional row filter (e.g. a calibration split): rows for which it returns false are left out.
+  std::function<bool(size_t row_index, const std::string& id)> include;
+};
+
+// Builds the scenario of a CSV row. Architecture: GPT-style (GELU, LayerNorm, learned positions,
+// tied embeddings, biases, dropout) when ffn = 4*hidden and kv_heads = heads, else Llama-style
+// (SwiGLU, RMSNorm, RoPE, untied). Throws Error with the reason when the row can't be priced.
+Scenario scenario_from_row(const CsvTable& table, size_t row);
+
+ValidationReport validate_runs(const CsvTable& table, const ValidationOptions& options);
+
+}  // namespace sixfold

@@ -1,0 +1,135 @@
+// sixfold validate FILE.csv: score predictions against measured runs (../shared/validation format).
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+
+#include "simulator/validation.hpp"
+#include "tools/cli/command.hpp"
+
+namespace sixfold::cli {
+namespace {
+
+struct ValidateCommand {
+  std::string file;
+  bool json = false, rank = false;
+
+  int run() const {
+    const CsvTable table = read_csv(file);
+    for (const char* col : {"id", "layers", "hidden", "heads", "vocab", "seq", "gpu", "gpus", "global_batch"})
+      if (table.column(col) < 0) throw Error(file + ": missing column '" + col + "' (format: ../shared/validation/README.md)");
+    ValidationOptions opt;
+    opt.rank = rank;
+    const ValidationReport rep = validate_runs(table, opt);
+    if (json) print_json(rep);
+    else print_text(rep);
+    return 0;
+  }
+
+  static void print_text(const ValidationReport& rep) {
+    char line[512];
+    std::printf("%-8s %-18s %-34s %-14s %12s %12s %9s\n", "id", "gpus x hardware", "layout", "metric", "measured", "predicted", "error");
+    for (const auto& row : rep.rows) {
+      if (!row.scored) {
+        std::printf("%-8s skipped: %s\n", row.id.c_str(), row.skip_reason.c_str());
+        continue;
+      }
+      const auto& s = row.scenario;
+      std::string hw = std::to_string(s.gpus) + " x " + s.hardware.name;
+      std::string layout = "dp" + std::to_string(s.layout.dp) + " tp" + std::to_string(s.layout.tp) + " pp" +
+                           std::to_string(s.layout.pp) + (s.layout.cp > 1 ? " cp" + std::to_string(s.layout.cp) : "") +
+                           (s.layout.ep > 1 ? " ep" + std::to_string(s.layout.ep) : "") + " z" + std::to_string(s.layout.zero) +
+                           " mbs" + std::to_string(s.layout.micro_batch) + " " + to_string(s.layout.recompute);
+      bool first = true;
+      for (const auto& [metric, measured] : row.measured) {
+        std::snprintf(line, sizeof line, "%-8s %-18s %-34s %-14s %12.4g %12.4g %+8.1f%%%s\n", first ? row.id.c_str() : "",
+                      first ? hw.c_str() : "", first ? layout.c_str() : "", metric.c_str(), measured,
+                      row.predicted.at(metric), row.error_pct.at(metric),
+                      first && !row.predicted_to_fit ? "  (predicted not to fit)" : "");
+        std::cout << line;
+        first = false;
+      }
+    }
+    if (!rep.groups.empty()) {
+      double regret = 0, worst = 0, rho = 0;
+      std::string worst_key;
+      for (const auto& g : rep.groups) {
+        regret += g.regret_pct;
+        rho += g.spearman;
+        if (g.regret_pct >= worst) { worst = g.regret_pct; worst_key = g.key; }
+      }
+      const double n = double(rep.groups.size());
+      std::printf("\nranking: %zu groups | mean regret %.2f%% | worst regret %.1f%% (%s) | mean Spearman %.3f\n",
+                  rep.groups.size(), regret / n, worst, worst_key.c_str(), rho / n);
+    }
+    std::printf("\nsummary of %s: %d rows scored, %d skipped\n", rep.source.c_str(), rep.rows_scored, rep.rows_skipped);
+    for (const auto& [reason, count] : rep.skip_reasons) std::printf("  skipped %4d: %s\n", count, reason.c_str());
+    for (const auto& [field, count] : rep.filled_counts)
+      std::printf("  filled  %4d: %s (unstated; the fastest that fits in memory)\n", count, field.c_str());
+    std::printf("  %-18s %5s %9s %9s %9s  %s\n", "metric", "n", "MAPE", "median", "worst", "worst row");
+    for (const auto& metric : validation_metrics()) {
+      auto it = rep.metrics.find(metric);
+      if (it == rep.metrics.end()) continue;
+      const auto& m = it->second;
+      std::printf("  %-18s %5d %8.2f%% %8.2f%% %8.1f%%  %s\n", metric.c_str(), m.n, m.mape_pct, m.median_pct, m.worst_pct,
+                  m.worst_id.c_str());
+    }
+  }
+
+  static void print_json(const ValidationReport& rep) {
+    nlohmann::ordered_json j;
+    j["source"] = rep.source;
+    j["rows_scored"] = rep.rows_scored;
+    j["rows_skipped"] = rep.rows_skipped;
+    j["skip_reasons"] = rep.skip_reasons;
+    j["filled"] = rep.filled_counts;
+    nlohmann::ordered_json metrics = nlohmann::ordered_json::object();
+    for (const auto& metric : validation_metrics()) {
+      auto it = rep.metrics.find(metric);
+      if (it == rep.metrics.end()) continue;
+      metrics[metric] = {{"n", it->second.n},
+                         {"mape_pct", it->second.mape_pct},
+                         {"median_pct", it->second.median_pct},
+                         {"worst_pct", it->second.worst_pct},
+                         {"worst_id", it->second.worst_id}};
+    }
+    j["metrics"] = metrics;
+    nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+    for (const auto& row : rep.rows) {
+      nlohmann::ordered_json r;
+      r["id"] = row.id;
+      r["scored"] = row.scored;
+      if (!row.scored) r["skip_reason"] = row.skip_reason;
+      r["measured"] = row.measured;
+      r["predicted"] = row.predicted;
+      r["error_pct"] = row.error_pct;
+      if (!row.filled.empty()) r["filled"] = row.filled;
+      rows.push_back(r);
+    }
+    j["rows"] = rows;
+    if (!rep.groups.empty()) {
+      double regret = 0, worst = 0, rho = 0;
+      for (const auto& g : rep.groups) {
+        regret += g.regret_pct;
+        rho += g.spearman;
+        worst = std::max(worst, g.regret_pct);
+      }
+      const double n = double(rep.groups.size());
+      j["ranking"] = {{"groups", rep.groups.size()}, {"mean_regret_pct", regret / n}, {"worst_regret_pct", worst},
+                      {"mean_spearman", rho / n}};
+    }
+    std::cout << j.dump(2) << "\n";
+  }
+};
+
+Registrar reg("validate", "score predictions against measured runs (CSV, ../shared/validation format)", [](CLI::App& app) {
+  auto cmd = std::make_shared<ValidateCommand>();
+  app.add_option("file", cmd->file, "CSV of measured runs")->required();
+  app.add_flag("--json", cmd->json, "machine-readable output");
+  app.add_flag("--rank", cmd->rank, "score the ranking of layouts within groups of the same model, GPUs and batch");
+  return Action([cmd] { return cmd->run(); });
+});
+
+}  // namespace
+}  // namespace sixfold::cli
