@@ -1,0 +1,60 @@
+#pragma once
+// The planner: walks the search space, prunes by the memory budget before pricing time, ranks the
+// layouts that fit by predicted step time (ties: more memory headroom, then the simpler layout,
+// then a fixed order on the layout's fields), in parallel and deterministically.
+#include <string>
+#include <vector>
+
+#include "models/layout.hpp"
+#include "models/model_spec.hpp"
+#include "planner/search_space.hpp"
+#include "simulator/hardware_profile.hpp"
+
+namespace sixfold {
+
+// What the default budget leaves free on each GPU: 2 GiB for what the memory model does not
+// count (NCCL's lazily grown channel buffers, allocator growth beyond the 5% fragmentation
+// prior, user tensors such as the data loader's pinned batches). A choice, not a measurement;
+// override with --mem-budget.
+inline constexpr double kDefaultMemoryReserve = 2.0 * 1024 * 1024 * 1024;
+Bytes default_memory_budget(const HardwareProfile& hw);
+
+struct PlanRequest {
+  ModelSpec model;
+  HardwareProfile hardware;
+  int gpus = 1;
+  Workload work;
+  Bytes memory_budget = 0;  // 0: default_memory_budget(hardware)
+  SearchOptions search;
+  int threads = 0;          // 0: std::thread::hardware_concurrency()
+  int closest_count = 5;    // infeasible requests: how many closest layouts to keep
+};
+
+struct Candidate {
+  Layout layout;
+  Seconds step_time = 0;  // 0 for a candidate that does not fit (not priced)
+  Bytes peak_memory = 0;
+};
+
+struct PlanResult {
+  Bytes budget = 0;
+  Count meshes = 0;          // (dp, tp, pp, cp, ep, etp, stage split) combinations that passed
+  Count enumerated = 0;      // layouts generated (before dominance and memory pruning)
+  Count memory_checked = 0;  // layouts whose memory was predicted
+  Count evaluated = 0;       // layouts priced for time (they fit the budget)
+  PruneCounts pruned;        // constraint or reason -> count
+  std::vector<Candidate> ranked;   // every priced layout, best first
+  std::vector<Candidate> closest;  // when nothing fits: the layouts that need the least memory
+  bool feasible() const { return !ranked.empty(); }
+};
+
+// Ranking order: faster; then more headroom (less peak memory); then simpler; then layout_less.
+bool candidate_better(const Candidate& a, const Candidate& b);
+
+PlanResult plan(const PlanRequest& request);
+
+// Step time as predict() computes it, from an already expanded program (the planner's fast path;
+// a test holds it equal to predict()).
+Seconds fast_step_time(const ModelSpec& model, const HardwareProfile& hw, const Workload& work, const Layout& layout);
+
+}  // namespace sixfold

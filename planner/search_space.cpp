@@ -1,0 +1,206 @@
+#include "planner/search_space.hpp"
+
+#include <algorithm>
+#include <tuple>
+
+namespace sixfold {
+
+namespace {
+
+std::vector<int> divisors(int n) {
+  std::vector<int> d;
+  for (int i = 1; i <= n; ++i)
+    if (n % i == 0) d.push_back(i);
+  return d;
+}
+
+bool contains(const std::vector<Schedule>& v, Schedule s) { return std::find(v.begin(), v.end(), s) != v.end(); }
+
+// Stage splits to try for a mesh: the even split, and for pp >= 3 the split that gives the first
+// and last stage one layer less than the others, to balance the embedding and the LM head (Llama 3
+// 405B: 126 layers on 16 stages as 7 + 14 x 8 + 7; Dubey et al. 2024, section 3.3.2).
+std::vector<std::pair<int, int>> stage_splits(const ModelSpec& m, int pp, bool uneven) {
+  std::vector<std::pair<int, int>> out = {{0, 0}};
+  if (!uneven || pp < 3) return out;
+  const int base = (m.layers + pp - 1) / pp;
+  const int light = base - 1;
+  if (light < 1) return out;
+  const int rest = m.layers - 2 * light;
+  if (rest < pp - 2 || rest % (pp - 2) != 0) return out;
+  if (rest / (pp - 2) == light) return out;  // the same as the even split
+  out.push_back({light, light});
+  return out;
+}
+
+}  // namespace
+
+void add_counts(PruneCounts& into, const PruneCounts& from) {
+  for (const auto& [k, v] : from) into[k] += v;
+}
+
+Layout make_layout(const Mesh& mesh, const ProgramKey& key, const Variant& v) {
+  Layout l;
+  l.dp = mesh.dp;
+  l.tp = mesh.tp;
+  l.pp = mesh.pp;
+  l.cp = mesh.cp;
+  l.ep = mesh.ep;
+  l.etp = mesh.etp;
+  l.first_stage_layers = mesh.first_stage_layers;
+  l.last_stage_layers = mesh.last_stage_layers;
+  l.sp = key.sp;
+  l.micro_batch = key.micro_batch;
+  l.recompute = key.recompute;
+  l.zero = v.zero;
+  l.dp_overlap = v.dp_overlap;
+  l.schedule = v.schedule;
+  l.vpp = v.vpp;
+  return l;
+}
+
+std::vector<Mesh> enumerate_meshes(const ModelSpec& model, const Workload& work, int gpus, int gpus_per_node,
+                                   const SearchOptions& o, PruneCounts& pruned) {
+  std::vector<Mesh> out;
+  const int max_tp = o.max_tp > 0 ? o.max_tp : gpus_per_node;
+  for (int tp : divisors(gpus)) {
+    if (tp > max_tp) { ++pruned["tp at most --max-tp (default: GPUs per node)"]; continue; }
+    if (model.heads % tp != 0) { ++pruned["tp divides heads"]; continue; }
+    if (model.kv_heads % tp != 0 && tp % model.kv_heads != 0) {
+      ++pruned["tp divides kv heads (or kv heads divide tp)"];
+      continue;
+    }
+    for (int pp : divisors(gpus / tp)) {
+      if (pp > model.layers) { ++pruned["pp at most the layers"]; continue; }
+      for (int cp : divisors(gpus / tp / pp)) {
+        if (cp > 1 && work.seq % (2 * cp) != 0) { ++pruned["cp splits the sequence into 2*cp chunks"]; continue; }
+        const int dp = gpus / tp / pp / cp;
+        if (work.global_batch % dp != 0) { ++pruned["global batch divisible by dp"]; continue; }
+        std::vector<Count> mbs;
+        const Count per_replica = work.global_batch / dp;
+        for (Count b = 1; b <= o.max_micro_batch && b <= per_replica; b *= 2)
+          if (per_replica % b == 0) mbs.push_back(b);
+        std::vector<std::pair<int, int>> eps;
+        if (model.moe.enabled()) {
+          for (int ep : divisors(model.moe.num_experts))
+            for (int etp : divisors(tp)) {
+              if ((Count(tp) * cp * dp) % (Count(ep) * etp) != 0) { ++pruned["ep*etp divides tp*cp*dp"]; continue; }
+              eps.push_back({ep, etp});
+            }
+        } else {
+          eps.push_back({1, 1});
+        }
+        for (auto [first, last] : stage_splits(model, pp, o.uneven_stages))
+          for (auto [ep, etp] : eps) {
+            Mesh m;
+            m.dp = dp; m.tp = tp; m.pp = pp; m.cp = cp; m.ep = ep; m.etp = etp;
+            m.first_stage_layers = first;
+            m.last_stage_layers = last;
+            m.micro_batches = mbs;
+            out.push_back(std::move(m));
+          }
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<ProgramKey> program_keys(const Workload& work, const Mesh& mesh, const SearchOptions& o,
+                                     PruneCounts& pruned) {
+  std::vector<ProgramKey> keys;
+  std::vector<bool> sps;
+  if (mesh.tp > 1) {
+    if ((work.seq / mesh.cp) % mesh.tp == 0) sps.push_back(true);
+    else ++pruned["tp divides the sequence under sp"];
+    if (o.sp_off) sps.push_back(false);
+  } else {
+    sps.push_back(false);
+  }
+  for (Count b : mesh.micro_batches)
+    for (bool sp : sps)
+      for (Recompute r : o.recompute) keys.push_back({sp, b, r});
+  return keys;
+}
+
+std::vector<Variant> variants(const ModelSpec& model, const Workload& work, const Mesh& mesh, Count micro_batch,
+                              const SearchOptions& o, PruneCounts& pruned) {
+  std::vector<Variant> out;
+  const bool data_parallel = mesh.dp * mesh.cp > 1;
+  const Count m = work.global_batch / (Count(mesh.dp) * micro_batch);
+  Layout probe;
+  probe.pp = mesh.pp;
+  probe.first_stage_layers = mesh.first_stage_layers;
+  probe.last_stage_layers = mesh.last_stage_layers;
+  const std::vector<int> stage_layers = stage_layer_counts(model, probe);
+  const int max_stage = *std::max_element(stage_layers.begin(), stage_layers.end());
+
+  // Schedules and virtual stages.
+  std::vector<std::pair<Schedule, int>> schedules;
+  if (mesh.pp == 1) {
+    schedules.push_back({Schedule::OneFOneB, 1});
+    for (Schedule s : o.schedules)
+      if (s != Schedule::OneFOneB) ++pruned["schedule irrelevant without pp"];
+  } else {
+    if (contains(o.schedules, Schedule::OneFOneB)) schedules.push_back({Schedule::OneFOneB, 1});
+    if (contains(o.schedules, Schedule::GPipe)) {
+      if (contains(o.schedules, Schedule::OneFOneB)) ++pruned["gpipe dominated by 1f1b (same time, more memory)"];
+      else schedules.push_back({Schedule::GPipe, 1});
+    }
+    if (contains(o.schedules, Schedule::ZeroBubble)) schedules.push_back({Schedule::ZeroBubble, 1});
+    if (contains(o.schedules, Schedule::Interleaved)) {
+      if (m % mesh.pp != 0) {
+        ++pruned["interleaved schedule needs micro-batches divisible by pp"];
+      } else {
+        bool any = false;
+        for (int v = 2; v <= max_stage; ++v) {
+          bool ok = true;
+          for (int c : stage_layers) ok = ok && c % v == 0;
+          if (ok) { schedules.push_back({Schedule::Interleaved, v}); any = true; }
+        }
+        if (!any) ++pruned["vpp divides layers per stage"];
+      }
+    }
+  }
+  for (int zero : o.zero_stages) {
+    if (zero > 0 && !data_parallel) { ++pruned["zero irrelevant without data parallelism"]; continue; }
+    for (DpOverlap ov : o.dp_overlap) {
+      if (!data_parallel && ov != DpOverlap::Bucketed) { ++pruned["dp overlap irrelevant without data parallelism"]; continue; }
+      for (auto [s, v] : schedules) out.push_back({zero, ov, s, v});
+    }
+  }
+  // A request that disallowed bucketed overlap still needs one variant without data parallelism.
+  if (!data_parallel && out.empty() && !o.dp_overlap.empty())
+    for (auto [s, v] : schedules) out.push_back({o.zero_stages.empty() ? 0 : o.zero_stages.front(), o.dp_overlap.front(), s, v});
+  return out;
+}
+
+std::vector<Layout> enumerate_layouts(const ModelSpec& model, const Workload& work, int gpus, int gpus_per_node,
+                                      const SearchOptions& o, PruneCounts& pruned) {
+  std::vector<Layout> out;
+  for (const Mesh& mesh : enumerate_meshes(model, work, gpus, gpus_per_node, o, pruned)) {
+    const auto keys = program_keys(work, mesh, o, pruned);
+    for (Count b : mesh.micro_batches) {
+      const auto vs = variants(model, work, mesh, b, o, pruned);
+      for (const ProgramKey& k : keys) {
+        if (k.micro_batch != b) continue;
+        for (const Variant& v : vs) out.push_back(make_layout(mesh, k, v));
+      }
+    }
+  }
+  return out;
+}
+
+int complexity(const Layout& l) {
+  return (l.tp > 1) + (l.pp > 1) + (l.vpp > 1) + (l.cp > 1) + (l.ep > 1) + (l.etp > 1) + l.sp + l.zero +
+         int(l.recompute) + (l.schedule == Schedule::ZeroBubble) + (l.first_stage_layers > 0 || l.last_stage_layers > 0);
+}
+
+bool layout_less(const Layout& a, const Layout& b) {
+  auto t = [](const Layout& l) {
+    return std::make_tuple(l.tp, l.pp, l.cp, l.dp, l.ep, l.etp, l.vpp, int(l.schedule), l.sp, l.zero, l.micro_batch,
+                           int(l.recompute), int(l.dp_overlap), l.first_stage_layers, l.last_stage_layers,
+                           l.bucket_bytes, l.tp_overlap);
+  };
+  return t(a) < t(b);
+}
+
+}  // namespace sixfold

@@ -1,0 +1,84 @@
+#pragma once
+// The space of parallel layouts for N GPUs: every (dp, tp, pp, cp, ep, etp) mesh that satisfies
+// the layout constraints of models/layout.hpp, and per mesh the micro-batch, ZeRO stage,
+// recompute policy, sequence parallelism, DP overlap mode and pipeline schedule.
+//
+// The space is walked in two levels so that the planner can share work: a Mesh fixes the
+// degrees (and so dp and the GPU placement of every group); a ProgramKey adds what changes the
+// step program (sp, micro-batch, recompute); a Variant adds what only changes the pricing
+// (ZeRO stage, DP overlap, schedule and vpp). Constraints that cut a whole mesh are counted
+// once per mesh; those that cut a variant are counted once per variant.
+#include <map>
+#include <string>
+#include <vector>
+
+#include "models/layout.hpp"
+#include "models/model_spec.hpp"
+
+namespace sixfold {
+
+struct SearchOptions {
+  int max_tp = 0;                 // 0: the GPUs per node (TP stays inside NVLink)
+  Count max_micro_batch = 64;     // micro-batch candidates are the powers of two up to this
+  std::vector<int> zero_stages = {0, 1, 2, 3};
+  std::vector<Recompute> recompute = {Recompute::None, Recompute::Selective, Recompute::Full};
+  std::vector<DpOverlap> dp_overlap = {DpOverlap::None, DpOverlap::PerLayer, DpOverlap::Bucketed};
+  std::vector<Schedule> schedules = {Schedule::OneFOneB, Schedule::Interleaved, Schedule::GPipe,
+                                     Schedule::ZeroBubble};
+  bool uneven_stages = true;      // also try first/last stages one layer lighter (Llama 3's 405B layout)
+  bool sp_off = true;             // also enumerate tp > 1 without sequence parallelism
+};
+
+// Constraint name -> how many meshes or variants it removed. std::map keeps the order stable.
+using PruneCounts = std::map<std::string, Count>;
+void add_counts(PruneCounts& into, const PruneCounts& from);
+
+// Degrees that fix the step program's shape and the placement of every group.
+struct Mesh {
+  int dp = 1, tp = 1, pp = 1, cp = 1, ep = 1, etp = 1;
+  int first_stage_layers = 0, last_stage_layers = 0;
+  std::vector<Count> micro_batches;  // candidate micro-batch sizes for this dp
+};
+
+// What else changes the step program of a mesh.
+struct ProgramKey {
+  bool sp = false;
+  Count micro_batch = 1;
+  Recompute recompute = Recompute::None;
+};
+
+// What only changes the pricing.
+struct Variant {
+  int zero = 0;
+  DpOverlap dp_overlap = DpOverlap::Bucketed;
+  Schedule schedule = Schedule::OneFOneB;
+  int vpp = 1;
+};
+
+Layout make_layout(const Mesh& mesh, const ProgramKey& key, const Variant& v);
+
+// Every valid mesh for `gpus` GPUs; counts meshes removed by each constraint.
+std::vector<Mesh> enumerate_meshes(const ModelSpec& model, const Workload& work, int gpus, int gpus_per_node,
+                                   const SearchOptions& options, PruneCounts& pruned);
+
+// Program keys of a mesh in the order the planner walks them: sp on before off, micro-batch
+// ascending, recompute from none to full (so a lighter policy that fits dominates heavier ones).
+// Keys whose sp would need a sequence that tp does not divide are counted and left out.
+std::vector<ProgramKey> program_keys(const Workload& work, const Mesh& mesh, const SearchOptions& options,
+                                     PruneCounts& pruned);
+
+// Pricing variants of a mesh at a micro-batch; GPipe is counted as dominated by 1F1B (the same
+// time in the closed form, more activations in flight) and not returned. Counts what it removes.
+std::vector<Variant> variants(const ModelSpec& model, const Workload& work, const Mesh& mesh, Count micro_batch,
+                              const SearchOptions& options, PruneCounts& pruned);
+
+// The whole space flattened (tests and small problems; the planner walks it level by level).
+std::vector<Layout> enumerate_layouts(const ModelSpec& model, const Workload& work, int gpus, int gpus_per_node,
+                                      const SearchOptions& options, PruneCounts& pruned);
+
+// How many parallelism features a layout turns on: the tie-break that prefers simpler layouts.
+int complexity(const Layout& l);
+// A total order on layouts (the last tie-break, so that the ranking is deterministic).
+bool layout_less(const Layout& a, const Layout& b);
+
+}  // namespace sixfold
