@@ -1,0 +1,65 @@
+#pragma once
+// What the runtime asks of a device: allocation with byte accounting (MemoryTracker), GEMM, the
+// per-op wall clock, and the communicator of the world (collectives and point-to-point; the
+// process groups are split from it). The element-wise kernels are the references of kernels/ on
+// the CPU backend; a CUDA backend swaps in its own.
+#include <chrono>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "common/units.hpp"
+#include "executor/communicator.hpp"
+#include "executor/memory_tracker.hpp"
+
+namespace sixfold {
+
+// Wall time per op name, summed over calls (the measured side of predicted-vs-measured).
+struct OpTime {
+  Seconds total = 0;
+  long calls = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;
+  // Row-major C[m,n] = alpha * op(A) * op(B) + beta * C; op(A) is [m,k] (A stored [k,m] when
+  // trans_a), op(B) is [k,n] (B stored [n,k] when trans_b).
+  virtual void gemm(bool trans_a, bool trans_b, long m, long n, long k, float alpha, const float* a, const float* b,
+                    float beta, float* c) = 0;
+  virtual void gemm(bool trans_a, bool trans_b, long m, long n, long k, double alpha, const double* a,
+                    const double* b, double beta, double* c) = 0;
+
+  MemoryTracker& memory() { return memory_; }
+  Communicator& world() { return *world_; }
+  std::map<std::string, OpTime>& op_times() { return op_times_; }
+
+ protected:
+  explicit Backend(std::unique_ptr<Communicator> world) : world_(std::move(world)) {}
+
+ private:
+  MemoryTracker memory_;
+  std::unique_ptr<Communicator> world_;
+  std::map<std::string, OpTime> op_times_;
+};
+
+// Adds the wall time of a scope to backend.op_times()[name].
+class ScopedOpTimer {
+ public:
+  ScopedOpTimer(Backend& backend, const char* name)
+      : entry_(backend.op_times()[name]), start_(std::chrono::steady_clock::now()) {}
+  ~ScopedOpTimer() {
+    entry_.total += std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    ++entry_.calls;
+  }
+
+ private:
+  OpTime& entry_;
+  std::chrono::steady_clock::time_point start_;
+};
+
+// Backends by name ("cpu"); throws UsageError listing the known names.
+std::unique_ptr<Backend> make_backend(const std::string& name, std::unique_ptr<Communicator> world);
+
+}  // namespace sixfold

@@ -1,0 +1,74 @@
+#include "executor/run.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+#include "common/error.hpp"
+#include "executor/model_runtime.hpp"
+#include "executor/process_groups.hpp"
+
+namespace sixfold {
+
+Precision parse_precision(const std::string& s) {
+  if (s == "float32" || s == "fp32") return Precision::Float32;
+  if (s == "float64" || s == "fp64") return Precision::Float64;
+  throw UsageError("unknown precision '" + s + "' (allowed: float32, float64)");
+}
+
+std::string to_string(Precision p) { return p == Precision::Float64 ? "float64" : "float32"; }
+
+namespace {
+
+template <class T>
+void train(const ModelSpec& model, const Layout& layout, const Workload& work, const RunOptions& options,
+           Backend& backend, ProcessGroups& groups, RunReport& report) {
+  TrainingHyperparameters hp;
+  hp.lr = options.lr;
+  ModelRuntime<T> runtime(model, layout, work, groups, backend, options.seed, hp);
+  for (int step = 0; step < options.steps; ++step) {
+    const auto start = std::chrono::steady_clock::now();
+    report.losses.push_back(runtime.train_step(step));
+    report.step_times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+}
+
+}  // namespace
+
+RunReport run_plan(const ModelSpec& model, const Layout& layout, const Workload& work, const RunOptions& options) {
+  if (options.backend != "cpu")
+    make_backend(options.backend, nullptr);  // throws the UsageError listing the known backends
+  if (options.steps < 1) throw UsageError("--steps must be at least 1 (got " + std::to_string(options.steps) + ")");
+  const int launched = launched_world_size();
+  if (launched != layout.gpus())
+    throw UsageError("the layout needs dp*tp*pp*cp = " + std::to_string(layout.gpus()) + " ranks (" + describe(layout) +
+                     ") but " + std::to_string(launched) + " were launched" +
+                     (launched == 1 ? "; start it with mpirun -np " + std::to_string(layout.gpus()) : std::string()));
+  auto backend = make_backend(options.backend, make_world_communicator(options.timeout_s));
+  ProcessGroups groups = make_process_groups(layout, backend->world());
+  RunReport report;
+  report.world_size = backend->world().size();
+  report.rank = backend->world().rank();
+  if (options.precision == Precision::Float64) train<double>(model, layout, work, options, *backend, groups, report);
+  else train<float>(model, layout, work, options, *backend, groups, report);
+
+  std::vector<Seconds> sorted(report.step_times.begin() + (report.step_times.size() > 1 ? 1 : 0), report.step_times.end());
+  std::sort(sorted.begin(), sorted.end());
+  report.step_time = sorted[sorted.size() / 2];
+  report.tokens_per_second = double(work.global_batch) * double(work.seq) / report.step_time;
+  report.op_times = backend->op_times();
+  // Every rank's peaks, gathered so that rank 0 can print the table.
+  const MemoryTracker& mem = backend->memory();
+  std::vector<double> mine(kMemoryCategoryCount + 1), all((kMemoryCategoryCount + 1) * report.world_size);
+  for (int c = 0; c < kMemoryCategoryCount; ++c) mine[c] = mem.peak(MemoryCategory(c));
+  mine[kMemoryCategoryCount] = mem.peak_total();
+  backend->world().all_gather(mine.data(), all.data(), kMemoryCategoryCount + 1, ElemType::F64);
+  for (int r = 0; r < report.world_size; ++r) {
+    RankMemory m;
+    for (int c = 0; c < kMemoryCategoryCount; ++c) m.peak_by_category[c] = all[r * (kMemoryCategoryCount + 1) + c];
+    m.peak_total = all[r * (kMemoryCategoryCount + 1) + kMemoryCategoryCount];
+    report.memory_per_rank.push_back(m);
+  }
+  return report;
+}
+
+}  // namespace sixfold
