@@ -265,7 +265,7 @@ HardwareProfile parse_hardware(const std::string& yaml_text, const std::string& 
               {"name", "description", "peak_tflops", "memory_capacity", "memory_bandwidth", "sm_count",
                "gpus_per_node", "intra_node_bandwidth", "pcie_only", "network_bandwidth", "network_latency",
                "gemm", "attention_efficiency", "memory_efficiency", "intra_node", "inter_node",
-               "context_memory"});
+               "context_memory", "kernel_overhead"});
 
   hw.name = required<std::string>(doc, root, "name");
   hw.description = optional<std::string>(doc, root, "description", "");
@@ -320,6 +320,14 @@ HardwareProfile parse_hardware(const std::string& yaml_text, const std::string& 
   r.require_non_negative(root, "context_memory", "context_memory", hw.context_memory);
   if (hw.context_memory >= hw.memory_capacity)
     yaml_field_error(doc, root["context_memory"], "context_memory", "must be smaller than memory_capacity");
+  // Optional: a floor on every op's time (kernel launch and framework dispatch). Profiles without
+  // it keep the header's default, a prior.
+  if (root["kernel_overhead"]) {
+    hw.kernel_overhead = r.duration(root, "kernel_overhead", "kernel_overhead");
+    r.require_non_negative(root, "kernel_overhead", "kernel_overhead", hw.kernel_overhead);
+  } else {
+    hw.provenance["kernel_overhead"] = "prior: 4 us per kernel launch (CUDA launch latency; not yet fitted)";
+  }
   return hw;
 }
 

@@ -67,7 +67,7 @@ double spearman(const std::vector<double>& a, const std::vector<double>& b) {
 
 }  // namespace
 
-Scenario scenario_from_row(const CsvTable& t, size_t r) {
+Scenario scenario_from_row(const CsvTable& t, size_t r, const HardwareLookup& lookup) {
   Scenario s;
   s.name = t.field(r, "id");
   ModelSpec& m = s.model;
@@ -106,7 +106,7 @@ Scenario scenario_from_row(const CsvTable& t, size_t r) {
 
   s.hardware_name = t.field(r, "gpu");
   try {
-    s.hardware = load_hardware(s.hardware_name);
+    s.hardware = lookup ? lookup(s.hardware_name) : load_hardware(s.hardware_name);
   } catch (const UsageError&) {
     throw Error("no hardware profile '" + s.hardware_name + "'");
   }
@@ -137,12 +137,22 @@ ValidationReport validate_runs(const CsvTable& t, const ValidationOptions& opt) 
   const Predictor price = opt.predictor ? opt.predictor : Predictor([](const Scenario& s) {
     return predict(s.model, s.hardware, s.work, s.layout);
   });
+  std::map<std::string, HardwareProfile> profiles;
+  const HardwareLookup lookup = [&](const std::string& name) {
+    auto it = profiles.find(name);
+    if (it == profiles.end()) {
+      HardwareProfile hw = load_hardware(name);
+      if (opt.adjust_hardware) opt.adjust_hardware(hw);
+      it = profiles.emplace(name, std::move(hw)).first;
+    }
+    return it->second;
+  };
   for (size_t r = 0; r < t.rows.size(); ++r) {
     RowResult row;
     row.id = t.field(r, "id");
     if (opt.include && !opt.include(r, row.id)) continue;
     try {
-      Scenario s = scenario_from_row(t, r);
+      Scenario s = scenario_from_row(t, r, lookup);
       const std::string rc = t.field(r, "recompute");
       std::vector<Recompute> recomputes;
       if (rc.empty() || rc == "unknown") recomputes.assign(std::begin(kRecomputeOrder), std::end(kRecomputeOrder));

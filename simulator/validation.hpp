@@ -59,12 +59,15 @@ struct ValidationOptions {
   Predictor predictor;  // empty: closed form
   // Optional row filter (e.g. a calibration split): rows for which it returns false are left out.
   std::function<bool(size_t row_index, const std::string& id)> include;
+  // Optional change to every hardware profile before pricing (calibration fits use it).
+  std::function<void(HardwareProfile&)> adjust_hardware;
 };
 
 // Builds the scenario of a CSV row. Architecture: GPT-style (GELU, LayerNorm, learned positions,
 // tied embeddings, biases, dropout) when ffn = 4*hidden and kv_heads = heads, else Llama-style
 // (SwiGLU, RMSNorm, RoPE, untied). Throws Error with the reason when the row can't be priced.
-Scenario scenario_from_row(const CsvTable& table, size_t row);
+using HardwareLookup = std::function<HardwareProfile(const std::string& name)>;
+Scenario scenario_from_row(const CsvTable& table, size_t row, const HardwareLookup& lookup = {});
 
 ValidationReport validate_runs(const CsvTable& table, const ValidationOptions& options);
 
