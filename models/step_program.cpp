@@ -154,7 +154,8 @@ CoreRange add_attention(std::vector<Op>& ops, const ModelSpec& m, const Workload
     // dropout output with V for the value GEMM.
     const Count scores = d.b * d.heads_rank * (d.s / d.cp) * d.s;
     Op qk = gemm("attn_scores", OpClass::Attention, d.s / d.cp, d.s, d.qk_dim, d.b * d.heads_rank);
-    qk.saved = Bytes(T * (q_width + k_width) * a);
+    // Q, K and V stay saved whatever the recompute policy; only the s x s terms are core.
+    qk.saved = Bytes(T * (q_width + k_width + v_width) * a);
     qk.overlaps_previous = d.cp > 1;
     ops.push_back(qk);
     core.begin = ops.size();
@@ -164,7 +165,6 @@ CoreRange add_attention(std::vector<Op>& ops, const ModelSpec& m, const Workload
     av.saved = Bytes(m.dropout ? scores * a : 0);  // the softmax output doubles as AV's input without dropout
     ops.push_back(av);
     core.end = ops.size();
-    ops.back().saved += Bytes(T * v_width * a);  // V is saved whatever the recompute policy
   }
   ops.push_back(with_saved(gemm("out_proj", OpClass::Gemm, T, h, Count(d.heads_rank) * d.v_dim), Bytes(T * d.heads_rank * d.v_dim * a)));
   tp_exit(ops, d, "attn_allreduce", "attn_reducescatter");

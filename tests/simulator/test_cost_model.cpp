@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "common/error.hpp"
 #include "models/model_zoo.hpp"
 #include "simulator/cost_model.hpp"
 

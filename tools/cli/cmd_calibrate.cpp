@@ -5,6 +5,7 @@
 #include <ctime>
 #include <iostream>
 
+#include "common/error.hpp"
 #include "simulator/profile_fit.hpp"
 #include "tools/cli/command.hpp"
 
