@@ -1,0 +1,217 @@
+#include "planner/exporters.hpp"
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "common/error.hpp"
+#include "planner/plan_file.hpp"
+#include "simulator/memory_model.hpp"
+
+namespace sixfold {
+
+namespace {
+
+[[noreturn]] void refuse(const char* framework, const std::string& why) {
+  throw UsageError(std::string(framework) + " export: cannot express this layout: " + why);
+}
+
+}  // namespace
+
+ExportFormat parse_export_format(const std::string& n) {
+  if (n == "yaml") return ExportFormat::Yaml;
+  if (n == "megatron") return ExportFormat::Megatron;
+  if (n == "deepspeed") return ExportFormat::DeepSpeed;
+  if (n == "torchtitan") return ExportFormat::Torchtitan;
+  throw UsageError("unknown export format '" + n + "' (allowed: yaml, megatron, deepspeed, torchtitan)");
+}
+
+std::string to_string(ExportFormat f) {
+  switch (f) {
+    case ExportFormat::Yaml: return "yaml";
+    case ExportFormat::Megatron: return "megatron";
+    case ExportFormat::DeepSpeed: return "deepspeed";
+    case ExportFormat::Torchtitan: return "torchtitan";
+  }
+  return "?";
+}
+
+// Flag names as megatron/training/arguments.py defines them (Megatron-LM core_r0.12).
+std::string export_megatron(const Scenario& s) {
+  const Layout& l = s.layout;
+  const ModelSpec& m = s.model;
+  if (l.zero >= 2)
+    refuse("Megatron-LM", "ZeRO-" + std::to_string(l.zero) +
+                              ": --use-distributed-optimizer shards only the optimizer state and master weights "
+                              "(ZeRO-1); the full gradient buffer stays");
+  if (l.schedule == Schedule::GPipe) refuse("Megatron-LM", "GPipe schedule (Megatron runs 1F1B or interleaved 1F1B)");
+  if (l.schedule == Schedule::ZeroBubble) refuse("Megatron-LM", "zero-bubble schedule (not in Megatron-LM's schedules.py)");
+  if (l.dp_overlap == DpOverlap::PerLayer)
+    refuse("Megatron-LM", "per-layer gradient all-reduce (Megatron reduces in buckets: use dp_overlap bucketed)");
+  if (m.mla.enabled) refuse("Megatron-LM", "MLA attention needs a Megatron model config this export does not write");
+  std::ostringstream o;
+  auto flag = [&](const std::string& name, const std::string& value = "") {
+    o << "  " << name;
+    if (!value.empty()) o << " " << value;
+    o << " \\\n";
+  };
+  const auto n = [](auto v) { return std::to_string(v); };
+  o << "# Megatron-LM flags for " << m.name << " on " << s.gpus << " GPUs (sixfold plan)\n";
+  flag("--num-layers", n(m.layers));
+  flag("--hidden-size", n(m.hidden));
+  flag("--ffn-hidden-size", n(m.ffn));
+  flag("--num-attention-heads", n(m.heads));
+  if (m.kv_heads != m.heads) {
+    flag("--group-query-attention");
+    flag("--num-query-groups", n(m.kv_heads));
+  }
+  flag("--seq-length", n(s.work.seq));
+  flag("--max-position-embeddings", n(std::max<Count>(s.work.seq, m.max_seq)));
+  if (m.norm == NormKind::RMSNorm) flag("--normalization", "RMSNorm");
+  if (m.activation == Activation::SwiGLU) flag("--swiglu");
+  if (m.rotary_fraction > 0 && !m.learned_positions) flag("--position-embedding-type", "rope");
+  if (!m.tied_embeddings) flag("--untie-embeddings-and-output-weights");
+  if (m.moe.enabled()) {
+    flag("--num-experts", n(m.moe.num_experts));
+    flag("--moe-router-topk", n(m.moe.top_k));
+    flag("--moe-ffn-hidden-size", n(m.moe.expert_ffn));
+  }
+  flag("--tensor-model-parallel-size", n(l.tp));
+  flag("--pipeline-model-parallel-size", n(l.pp));
+  if (l.schedule == Schedule::Interleaved) {
+    const auto counts = stage_layer_counts(m, l);
+    flag("--num-layers-per-virtual-pipeline-stage", n(counts.back() / l.vpp));
+  }
+  if (l.first_stage_layers > 0) flag("--decoder-first-pipeline-num-layers", n(l.first_stage_layers));
+  if (l.last_stage_layers > 0) flag("--decoder-last-pipeline-num-layers", n(l.last_stage_layers));
+  flag("--context-parallel-size", n(l.cp));
+  if (m.moe.enabled()) {
+    flag("--expert-model-parallel-size", n(l.ep));
+    flag("--expert-tensor-parallel-size", n(l.etp));
+  }
+  if (l.sp) flag("--sequence-parallel");
+  if (l.tp_overlap) flag("--tp-comm-overlap");
+  if (l.zero == 1) {
+    flag("--use-distributed-optimizer");
+    if (l.dp_overlap == DpOverlap::Bucketed) flag("--overlap-param-gather");
+  }
+  if (l.dp_overlap == DpOverlap::Bucketed) {
+    flag("--overlap-grad-reduce");
+    flag("--ddp-bucket-size", n(static_cast<long long>(l.bucket_bytes / state_bytes(s.work.dtype).gradient)));
+  }
+  if (l.recompute == Recompute::Selective) flag("--recompute-granularity", "selective");
+  if (l.recompute == Recompute::Full) {
+    flag("--recompute-granularity", "full");
+    flag("--recompute-method", "uniform");
+    flag("--recompute-num-layers", "1");
+  }
+  if (s.work.flash_attention) flag("--use-flash-attn");
+  flag("--micro-batch-size", n(l.micro_batch));
+  flag("--global-batch-size", n(s.work.global_batch));
+  switch (s.work.dtype) {
+    case Dtype::BF16: flag("--bf16"); break;
+    case Dtype::FP16: flag("--fp16"); break;
+    case Dtype::FP8:
+      flag("--bf16");
+      flag("--fp8-format", "hybrid");
+      break;
+    default: break;
+  }
+  std::string text = o.str();
+  text.erase(text.size() - 3);  // the last line's continuation
+  return text + "\n";
+}
+
+// Keys as DeepSpeed's config documents them (deepspeed/runtime/config.py, runtime/zero/config.py).
+std::string export_deepspeed(const Scenario& s) {
+  const Layout& l = s.layout;
+  if (l.tp > 1 || l.pp > 1 || l.cp > 1 || l.ep > 1)
+    refuse("DeepSpeed", "tp/pp/cp/ep > 1 (" + describe(l) +
+                            "): this export writes ZeRO data parallelism only; DeepSpeed's pipeline engine and "
+                            "Megatron-DeepSpeed's TP need model code changes");
+  if (l.dp_overlap == DpOverlap::PerLayer)
+    refuse("DeepSpeed", "per-layer gradient reduction (DeepSpeed reduces in buckets of reduce_bucket_size)");
+  if (l.recompute == Recompute::Selective)
+    refuse("DeepSpeed", "selective recompute (DeepSpeed's activation checkpointing wraps whole layers)");
+  if (s.work.dtype == Dtype::FP8) refuse("DeepSpeed", "fp8 (needs TransformerEngine in the model code)");
+  nlohmann::ordered_json j;
+  j["train_batch_size"] = s.work.global_batch;
+  j["train_micro_batch_size_per_gpu"] = l.micro_batch;
+  j["gradient_accumulation_steps"] = micro_batches_per_step(l, s.work);
+  j["bf16"] = {{"enabled", s.work.dtype == Dtype::BF16}};
+  j["fp16"] = {{"enabled", s.work.dtype == Dtype::FP16}};
+  nlohmann::ordered_json z;
+  z["stage"] = l.zero;
+  z["overlap_comm"] = l.dp_overlap == DpOverlap::Bucketed;
+  z["contiguous_gradients"] = true;
+  // DeepSpeed counts bucket sizes in elements, not bytes.
+  const long long elements = static_cast<long long>(l.bucket_bytes / state_bytes(s.work.dtype).gradient);
+  z["reduce_bucket_size"] = elements;
+  z["allgather_bucket_size"] = elements;
+  if (l.zero == 3) z["stage3_prefetch_bucket_size"] = elements;
+  j["zero_optimization"] = z;
+  if (l.recompute == Recompute::Full)
+    j["activation_checkpointing"] = {{"partition_activations", false}, {"contiguous_memory_optimization", false},
+                                     {"cpu_checkpointing", false}};
+  return j.dump(2) + "\n";
+}
+
+// Keys as torchtitan's JobConfig defines them (torchtitan/config/job_config.py: Parallelism,
+// ActivationCheckpoint, Training).
+std::string export_torchtitan(const Scenario& s) {
+  const Layout& l = s.layout;
+  if (l.zero == 1 || l.zero == 2)
+    refuse("torchtitan", "ZeRO-" + std::to_string(l.zero) +
+                             ": torchtitan has no ZeRO-1/2 distinction; FSDP2 shards parameters, gradients and "
+                             "optimizer state together (ZeRO-3) or replicates (DDP)");
+  if (l.zero == 0 && (l.tp > 1 || l.pp > 1 || l.cp > 1) && l.dp > 1)
+    refuse("torchtitan", "DDP (ZeRO-0) combined with tp/pp/cp: torchtitan replicates only together with FSDP (HSDP)");
+  if (l.schedule == Schedule::ZeroBubble && l.vpp == 1)
+    refuse("torchtitan", "zero-bubble with one stage per rank (ZB-H1); torchtitan's zero-bubble schedules are interleaved");
+  if (l.dp_overlap == DpOverlap::None && l.dp > 1)
+    refuse("torchtitan", "no gradient-reduction overlap (FSDP2 always overlaps)");
+  if (s.model.moe.enabled() && l.etp != 1 && l.etp != l.tp)
+    refuse("torchtitan", "expert tensor parallel size other than 1 or tp");
+  std::ostringstream o;
+  o << "# torchtitan job config for " << s.model.name << " on " << s.gpus << " GPUs (sixfold plan)\n";
+  o << "[parallelism]\n";
+  o << "data_parallel_replicate_degree = " << (l.zero == 3 ? 1 : l.dp) << "\n";
+  o << "data_parallel_shard_degree = " << (l.zero == 3 ? l.dp : 1) << "\n";
+  o << "tensor_parallel_degree = " << l.tp << "\n";
+  o << "pipeline_parallel_degree = " << l.pp << "\n";
+  if (l.pp > 1) {
+    const char* sched = l.schedule == Schedule::GPipe         ? "GPipe"
+                        : l.schedule == Schedule::Interleaved ? "Interleaved1F1B"
+                        : l.schedule == Schedule::ZeroBubble  ? "InterleavedZeroBubble"
+                                                              : "1F1B";
+    o << "pipeline_parallel_schedule = \"" << sched << "\"\n";
+    if (l.vpp > 1) o << "pipeline_parallel_layers_per_stage = " << stage_layer_counts(s.model, l).back() / l.vpp << "\n";
+  }
+  o << "context_parallel_degree = " << l.cp << "\n";
+  if (s.model.moe.enabled()) {
+    o << "expert_parallel_degree = " << l.ep << "\n";
+    o << "expert_tensor_parallel_degree = " << l.etp << "\n";
+  }
+  o << "enable_async_tensor_parallel = " << (l.tp_overlap ? "true" : "false") << "\n";
+  o << "\n[activation_checkpoint]\n";
+  o << "mode = \"" << to_string(l.recompute) << "\"\n";
+  if (l.recompute == Recompute::Selective) o << "selective_ac_option = \"op\"\n";
+  o << "\n[training]\n";
+  o << "seq_len = " << s.work.seq << "\n";
+  o << "local_batch_size = " << l.micro_batch << "\n";
+  o << "global_batch_size = " << s.work.global_batch << "\n";
+  const char* precision = s.work.dtype == Dtype::FP32 ? "float32" : s.work.dtype == Dtype::FP16 ? "float16" : "bfloat16";
+  o << "mixed_precision_param = \"" << precision << "\"\n";
+  return o.str();
+}
+
+std::string export_plan(ExportFormat f, const Scenario& s, const Prediction& p) {
+  switch (f) {
+    case ExportFormat::Yaml: return plan_yaml(s, p);
+    case ExportFormat::Megatron: return export_megatron(s);
+    case ExportFormat::DeepSpeed: return export_deepspeed(s);
+    case ExportFormat::Torchtitan: return export_torchtitan(s);
+  }
+  return "";
+}
+
+}  // namespace sixfold

@@ -1,0 +1,195 @@
+// sixfold plan: search every layout for the GPUs, recommend the fastest that fits the memory
+// budget, say why the best of each other family loses, and export the plan.
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+
+#include "planner/exporters.hpp"
+#include "planner/families.hpp"
+#include "planner/plan_file.hpp"
+#include "planner/planner.hpp"
+#include "simulator/prediction_json.hpp"
+#include "tools/cli/command.hpp"
+#include "tools/cli/report.hpp"
+#include "tools/cli/scenario_options.hpp"
+
+namespace sixfold::cli {
+namespace {
+
+struct PlanCommand {
+  ScenarioFlags flags;
+  std::string mem_budget, export_path, export_format, schedules;
+  int threads = 0, top = 5, max_tp = 0;
+  long long max_micro_batch = 64;
+  bool json = false, explain = false;
+
+  int run() const {
+    Scenario s = flags.resolve(false);
+    PlanRequest rq;
+    rq.model = s.model;
+    rq.hardware = s.hardware;
+    rq.gpus = s.gpus;
+    rq.work = s.work;
+    rq.threads = threads;
+    if (!mem_budget.empty()) rq.memory_budget = parse_size(mem_budget);
+    rq.search.max_tp = max_tp;
+    rq.search.max_micro_batch = max_micro_batch;
+    if (!schedules.empty()) {
+      rq.search.schedules.clear();
+      std::string item;
+      for (size_t i = 0; i <= schedules.size(); ++i) {
+        if (i == schedules.size() || schedules[i] == ',') {
+          rq.search.schedules.push_back(parse_schedule(item));
+          item.clear();
+        } else {
+          item += schedules[i];
+        }
+      }
+    }
+    const PlanResult res = plan(rq);
+    const std::string header = scenario_header(s);
+    if (!res.feasible()) return report_infeasible(s, res);
+
+    // With an export format, recommend the fastest layout that framework can express.
+    const ExportFormat format = export_format.empty() ? ExportFormat::Yaml : parse_export_format(export_format);
+    size_t pick = 0;
+    std::string skipped_reason;
+    if (format != ExportFormat::Yaml) {
+      for (; pick < res.ranked.size(); ++pick) {
+        Scenario t = s;
+        t.layout = res.ranked[pick].layout;
+        try {
+          export_plan(format, t, Prediction{});
+          break;
+        } catch (const UsageError& e) {
+          if (skipped_reason.empty()) skipped_reason = e.what();
+        }
+      }
+      if (pick == res.ranked.size()) throw UsageError("no layout that fits can be expressed: " + skipped_reason);
+    }
+    const Candidate& best = res.ranked[pick];
+    s.layout = best.layout;
+    const Prediction p = predict(s.model, s.hardware, s.work, s.layout);
+    const auto families = compare_families(rq, res, best);
+
+    if (json) {
+      nlohmann::ordered_json out;
+      out["model"] = s.model.name;
+      out["hardware"] = s.hardware.name;
+      out["gpus"] = s.gpus;
+      out["memory_budget_bytes"] = res.budget;
+      nlohmann::ordered_json rec;
+      rec["layout"] = layout_json(best.layout);
+      for (auto& [k, v] : prediction_json(p).items()) rec[k] = v;
+      out["recommended"] = rec;
+      nlohmann::ordered_json cands = nlohmann::ordered_json::array();
+      for (size_t i = 0; i < res.ranked.size() && i < size_t(top); ++i) {
+        nlohmann::ordered_json c;
+        c["layout"] = layout_json(res.ranked[i].layout);
+        c["step_time_s"] = res.ranked[i].step_time;
+        c["peak_memory_bytes"] = res.ranked[i].peak_memory;
+        c["headroom_bytes"] = res.budget - res.ranked[i].peak_memory;
+        cands.push_back(c);
+      }
+      out["candidates"] = cands;
+      nlohmann::ordered_json fam = nlohmann::ordered_json::array();
+      for (const auto& f : families) {
+        nlohmann::ordered_json j;
+        j["family"] = f.family;
+        j["layout"] = f.best ? layout_json(f.best->layout) : nlohmann::ordered_json();
+        j["step_time_s"] = f.best ? nlohmann::ordered_json(f.best->step_time) : nlohmann::ordered_json();
+        j["why"] = f.why;
+        fam.push_back(j);
+      }
+      out["families"] = fam;
+      out["evaluated"] = res.evaluated;
+      out["memory_checked"] = res.memory_checked;
+      out["enumerated"] = res.enumerated;
+      out["pruned"] = res.pruned;
+      std::cout << out.dump(2) << "\n";
+    } else {
+      std::cout << "sixfold plan: " << header << "\n";
+      std::printf("memory budget %.2f GiB per GPU; %lld meshes, %lld layouts, %lld memory-checked, %lld priced\n",
+                  res.budget / kGiB, (long long)res.meshes, (long long)res.enumerated, (long long)res.memory_checked,
+                  (long long)res.evaluated);
+      if (pick > 0)
+        std::cout << "note: the " << pick << " faster layout(s) cannot be exported to " << export_format << " ("
+                  << skipped_reason << ")\n";
+      std::cout << "\nrecommended: " << describe(best.layout) << " schedule=" << to_string(best.layout.schedule)
+                << " dp-overlap=" << to_string(best.layout.dp_overlap) << " (" << p.micro_batches << " micro-batches)\n";
+      print_prediction(std::cout, p);
+      std::printf("\n%-4s %-72s %11s %10s %10s\n", "rank", "layout", "step", "peak GiB", "headroom");
+      for (size_t i = 0; i < res.ranked.size() && i < size_t(top); ++i) {
+        const Candidate& c = res.ranked[i];
+        const std::string d = describe(c.layout) + " " + to_string(c.layout.schedule) + " " + to_string(c.layout.dp_overlap);
+        std::printf("%-4zu %-72s %11s %10.2f %10.2f\n", i + 1, d.c_str(), format_seconds(c.step_time).c_str(),
+                    c.peak_memory / kGiB, (res.budget - c.peak_memory) / kGiB);
+      }
+      std::cout << "\nwhy not another family:\n";
+      for (const auto& f : families)
+        std::cout << "  " << f.family << ": " << (f.best ? describe(f.best->layout) + ": " : std::string()) << f.why << "\n";
+      if (explain) {
+        std::cout << "\ndecision path:\n  " << res.meshes << " meshes (dp, tp, pp, cp, ep, etp, stage split) passed the "
+                  << "structural constraints\n  " << res.enumerated << " layouts generated, " << res.memory_checked
+                  << " memory-checked, " << res.evaluated << " fit the budget and were priced\n  pruned:\n";
+        for (const auto& [k, v] : res.pruned) std::printf("    %-60s %lld\n", k.c_str(), (long long)v);
+        std::cout << "  ranking: step time, then headroom, then the simpler layout\n";
+      }
+    }
+    if (!export_path.empty()) {
+      const std::string text = export_plan(format, s, p);
+      std::ofstream f(export_path);
+      if (!f) throw Error("cannot write '" + export_path + "'");
+      f << text;
+      if (!json) std::cout << "\nwrote " << export_path << " (" << to_string(format) << ")\n";
+    } else if (format != ExportFormat::Yaml && !json) {
+      std::cout << "\n" << export_plan(format, s, p);
+    }
+    return 0;
+  }
+
+  int report_infeasible(const Scenario& s, const PlanResult& res) const {
+    if (json) {
+      nlohmann::ordered_json out;
+      out["recommended"] = nullptr;
+      out["memory_budget_bytes"] = res.budget;
+      nlohmann::ordered_json cl = nlohmann::ordered_json::array();
+      for (const auto& c : res.closest)
+        cl.push_back({{"layout", layout_json(c.layout)}, {"peak_memory_bytes", c.peak_memory},
+                      {"lacks_bytes", c.peak_memory - res.budget}});
+      out["closest"] = cl;
+      out["evaluated"] = res.evaluated;
+      out["memory_checked"] = res.memory_checked;
+      out["pruned"] = res.pruned;
+      std::cout << out.dump(2) << "\n";
+    } else {
+      std::cout << "sixfold plan: " << scenario_header(s) << "\n";
+      std::printf("no layout fits the memory budget of %.2f GiB per GPU (%lld layouts memory-checked)\n",
+                  res.budget / kGiB, (long long)res.memory_checked);
+      std::cout << "closest layouts:\n";
+      for (const auto& c : res.closest)
+        std::printf("  %-70s needs %8.2f GiB, lacks %8.2f GiB\n", describe(c.layout).c_str(), c.peak_memory / kGiB,
+                    (c.peak_memory - res.budget) / kGiB);
+    }
+    return 1;
+  }
+};
+
+Registrar reg("plan", "search every layout, recommend the fastest that fits, explain and export it", [](CLI::App& app) {
+  auto cmd = std::make_shared<PlanCommand>();
+  cmd->flags.add_to(app, false);
+  app.add_option("--mem-budget", cmd->mem_budget, "memory per GPU a layout may use, e.g. 78GiB (default: capacity - 2 GiB)");
+  app.add_option("--threads", cmd->threads, "search threads (default: all hardware threads)");
+  app.add_option("--top", cmd->top, "rows of the ranking table (default 5)");
+  app.add_option("--max-tp", cmd->max_tp, "largest tensor-parallel size (default: GPUs per node)");
+  app.add_option("--max-micro-batch", cmd->max_micro_batch, "largest micro-batch tried (powers of two; default 64)");
+  app.add_option("--schedules", cmd->schedules, "pipeline schedules to try, e.g. 1f1b,interleaved (default all)");
+  app.add_flag("--explain", cmd->explain, "print the decision path: counts per constraint, families");
+  app.add_flag("--json", cmd->json, "machine-readable output (docs/plan-schema.md)");
+  app.add_option("--export", cmd->export_path, "write the plan (or the --export-format) to this file");
+  app.add_option("--export-format", cmd->export_format, "yaml | megatron | deepspeed | torchtitan (default yaml)");
+  return Action([cmd] { return cmd->run(); });
+});
+
+}  // namespace
+}  // namespace sixfold::cli
