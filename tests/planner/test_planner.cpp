@@ -1,0 +1,129 @@
+// The planner: every enumerated layout is valid, the fast step time equals predict(), no
+// recommendation exceeds the budget (random models and clusters), 1 and 2 threads agree, and an
+// infeasible request reports the closest layouts.
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <random>
+
+#include "models/model_zoo.hpp"
+#include "planner/planner.hpp"
+#include "simulator/cost_model.hpp"
+
+using namespace sixfold;
+
+TEST_CASE("every enumerated layout passes validate_layout and the counts add up") {
+  const ModelSpec m = load_model("llama3-8b");
+  Workload w;
+  w.seq = 4096;
+  w.global_batch = 32;
+  PruneCounts pruned;
+  const auto layouts = enumerate_layouts(m, w, 16, 8, SearchOptions{}, pruned);
+  REQUIRE(layouts.size() > 1000);
+  for (const Layout& l : layouts) CHECK_NOTHROW(validate_layout(m, l, w, 16));
+  CHECK(pruned["tp at most --max-tp (default: GPUs per node)"] == 1);  // tp = 16
+  // Interleaved layouts exist (pp 2, 16 layers per stage) and gpipe is counted as dominated.
+  bool interleaved = false;
+  for (const Layout& l : layouts) interleaved = interleaved || l.schedule == Schedule::Interleaved;
+  CHECK(interleaved);
+  CHECK(pruned["gpipe dominated by 1f1b (same time, more memory)"] > 0);
+}
+
+TEST_CASE("MoE meshes enumerate ep and etp within ep*etp | tp*cp*dp") {
+  const ModelSpec m = load_model("mixtral-8x7b");
+  Workload w;
+  w.seq = 4096;
+  w.global_batch = 64;
+  PruneCounts pruned;
+  const auto meshes = enumerate_meshes(m, w, 16, 8, SearchOptions{}, pruned);
+  bool ep8 = false;
+  for (const Mesh& mesh : meshes) {
+    CHECK((mesh.tp * mesh.cp * mesh.dp) % (mesh.ep * mesh.etp) == 0);
+    CHECK(m.moe.num_experts % mesh.ep == 0);
+    ep8 = ep8 || mesh.ep == 8;
+  }
+  CHECK(ep8);
+}
+
+TEST_CASE("the planner's fast step time equals predict()") {
+  const ModelSpec m = load_model("llama3-8b");
+  const HardwareProfile hw = load_hardware("h100-sxm-80g");
+  Workload w;
+  w.seq = 4096;
+  w.global_batch = 32;
+  PruneCounts pruned;
+  const auto layouts = enumerate_layouts(m, w, 16, 8, SearchOptions{}, pruned);
+  for (size_t i = 0; i < layouts.size(); i += 97)
+    CHECK(fast_step_time(m, hw, w, layouts[i]) == doctest::Approx(predict(m, hw, w, layouts[i]).step_time).epsilon(1e-12));
+}
+
+TEST_CASE("no recommended layout exceeds the memory budget (random models and clusters)") {
+  const std::vector<std::string> models = {"pythia-160m", "pythia-1.4b", "llama3-8b", "pythia-6.9b", "gpt-18b",
+                                           "llama3-70b", "mixtral-8x7b", "seed-moe", "gpt-1.7b"};
+  const std::vector<std::string> gpus_types = {"h100-sxm-80g", "a100-sxm-40g", "rtx-4090", "h200-sxm-141g"};
+  std::mt19937 rng(20261129);
+  int feasible = 0;
+  for (int c = 0; c < 50; ++c) {
+    PlanRequest rq;
+    rq.model = load_model(models[rng() % models.size()]);
+    rq.hardware = load_hardware(gpus_types[rng() % gpus_types.size()]);
+    rq.gpus = 1 << (rng() % 5);
+    rq.work.seq = 512 << (rng() % 4);
+    rq.work.global_batch = Count(rq.gpus) << (rng() % 4);
+    rq.threads = 2;
+    rq.search.max_micro_batch = 8;
+    if (rng() % 2) rq.memory_budget = (8 + rng() % 60) * kGiB;
+    const PlanResult r = plan(rq);
+    INFO(rq.model.name << " on " << rq.gpus << " x " << rq.hardware.name << " seq " << rq.work.seq);
+    if (!r.feasible()) {
+      CHECK(!r.closest.empty());
+      for (const auto& cl : r.closest) CHECK(cl.peak_memory > r.budget);
+      continue;
+    }
+    ++feasible;
+    const Prediction p = predict(rq.model, rq.hardware, rq.work, r.ranked.front().layout);
+    CHECK(p.peak_memory <= r.budget);
+    CHECK(p.step_time == doctest::Approx(r.ranked.front().step_time).epsilon(1e-12));
+    for (size_t i = 1; i < r.ranked.size() && i < 20; ++i) CHECK(r.ranked[i - 1].step_time <= r.ranked[i].step_time);
+  }
+  CHECK(feasible > 25);
+}
+
+TEST_CASE("1 and 2 threads give the same ranking, counts and closest layouts") {
+  PlanRequest rq;
+  rq.model = load_model("llama3-70b");
+  rq.hardware = load_hardware("h100-sxm-80g");
+  rq.gpus = 64;
+  rq.work.seq = 8192;
+  rq.work.global_batch = 128;
+  rq.threads = 1;
+  const PlanResult a = plan(rq);
+  rq.threads = 2;
+  const PlanResult b = plan(rq);
+  REQUIRE(a.ranked.size() == b.ranked.size());
+  CHECK(a.pruned == b.pruned);
+  CHECK(a.evaluated == b.evaluated);
+  for (size_t i = 0; i < a.ranked.size(); ++i) {
+    CHECK(a.ranked[i].layout == b.ranked[i].layout);
+    CHECK(a.ranked[i].step_time == b.ranked[i].step_time);
+  }
+}
+
+TEST_CASE("an infeasible request (405B on eight 24 GiB GPUs) lists the closest layouts and exits 1") {
+  PlanRequest rq;
+  rq.model = load_model("llama3.1-405b");
+  rq.hardware = load_hardware("rtx-4090");
+  rq.gpus = 8;
+  rq.work.seq = 8192;
+  rq.work.global_batch = 8;
+  const PlanResult r = plan(rq);
+  CHECK_FALSE(r.feasible());
+  REQUIRE(r.closest.size() == 5);
+  for (size_t i = 1; i < r.closest.size(); ++i) CHECK(r.closest[i - 1].peak_memory <= r.closest[i].peak_memory);
+  CHECK(r.closest.front().peak_memory > r.budget);
+  const std::string cmd = std::string(SIXFOLD_BINARY) +
+                          " plan --model llama3.1-405b --hardware rtx-4090 --gpus 8 --seq 8192 --global-batch 8 "
+                          "> /dev/null 2>&1";
+  const int status = std::system(cmd.c_str());
+  CHECK(WEXITSTATUS(status) == 1);
+}
