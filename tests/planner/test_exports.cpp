@@ -1,0 +1,155 @@
+// Plan file round trip and the framework exports: flag and key names checked against the names
+// those projects define, and refusals of layouts a framework cannot express.
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "models/model_zoo.hpp"
+#include "planner/exporters.hpp"
+#include "planner/plan_file.hpp"
+#include "simulator/cost_model.hpp"
+
+using namespace sixfold;
+
+namespace {
+
+Scenario llama_scenario() {
+  Scenario s;
+  s.model_name = "llama3-70b";
+  s.model = load_model("llama3-70b");
+  s.hardware_name = "h100-sxm-80g";
+  s.hardware = load_hardware("h100-sxm-80g");
+  s.gpus = 64;
+  s.work.seq = 8192;
+  s.work.global_batch = 128;
+  s.layout.tp = 8; s.layout.pp = 4; s.layout.dp = 2; s.layout.sp = true; s.layout.zero = 1;
+  s.layout.vpp = 5; s.layout.schedule = Schedule::Interleaved; s.layout.recompute = Recompute::Full;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("plan file round trip: parse_scenario reads back the same scenario and predict gives the same numbers") {
+  const Scenario s = llama_scenario();
+  validate_layout(s.model, s.layout, s.work, s.gpus);
+  const Prediction p = predict(s.model, s.hardware, s.work, s.layout);
+  const std::string text = plan_yaml(s, p);
+  const Scenario back = parse_scenario(parse_yaml(text, "plan.yaml"));
+  CHECK(back.layout == s.layout);
+  CHECK(back.gpus == s.gpus);
+  CHECK(back.work.seq == s.work.seq);
+  CHECK(back.work.global_batch == s.work.global_batch);
+  CHECK(back.model_name == s.model_name);
+  CHECK(back.hardware_name == s.hardware_name);
+  const Prediction q = predict(back.model, back.hardware, back.work, back.layout);
+  CHECK(q.step_time == p.step_time);
+  CHECK(q.peak_memory == p.peak_memory);
+  // Emitting the read-back plan gives the same text: the round trip is exact.
+  CHECK(plan_yaml(back, q) == text);
+  CHECK(text.find("schema_version: " + std::to_string(kPlanSchemaVersion)) != std::string::npos);
+}
+
+TEST_CASE("Megatron-LM flags are names megatron/training/arguments.py defines") {
+  // From Megatron-LM megatron/training/arguments.py (core_r0.12): _add_network_size_args,
+  // _add_distributed_args, _add_training_args, _add_mixed_precision_args, _add_moe_args,
+  // _add_transformer_engine_args.
+  const std::set<std::string> known = {
+      "--num-layers", "--hidden-size", "--ffn-hidden-size", "--num-attention-heads", "--group-query-attention",
+      "--num-query-groups", "--seq-length", "--max-position-embeddings", "--normalization", "--swiglu",
+      "--position-embedding-type", "--untie-embeddings-and-output-weights", "--num-experts", "--moe-router-topk",
+      "--moe-ffn-hidden-size", "--tensor-model-parallel-size", "--pipeline-model-parallel-size",
+      "--num-layers-per-virtual-pipeline-stage", "--decoder-first-pipeline-num-layers",
+      "--decoder-last-pipeline-num-layers", "--context-parallel-size", "--expert-model-parallel-size",
+      "--expert-tensor-parallel-size", "--sequence-parallel", "--tp-comm-overlap", "--use-distributed-optimizer",
+      "--overlap-param-gather", "--overlap-grad-reduce", "--ddp-bucket-size", "--recompute-granularity",
+      "--recompute-method", "--recompute-num-layers", "--use-flash-attn", "--micro-batch-size",
+      "--global-batch-size", "--bf16", "--fp16", "--fp8-format"};
+  Scenario s = llama_scenario();
+  s.layout.dp_overlap = DpOverlap::Bucketed;
+  const std::string text = export_megatron(s);
+  std::istringstream in(text);
+  std::string word;
+  int flags = 0;
+  while (in >> word)
+    if (word.rfind("--", 0) == 0) {
+      CHECK_MESSAGE(known.count(word) == 1, word);
+      ++flags;
+    }
+  CHECK(flags > 15);
+  CHECK(text.find("--tensor-model-parallel-size 8") != std::string::npos);
+  CHECK(text.find("--num-layers-per-virtual-pipeline-stage 4") != std::string::npos);  // 80 / 4 stages / vpp 5
+  CHECK(text.find("--recompute-method uniform") != std::string::npos);
+  s.layout.zero = 3;
+  CHECK_THROWS_AS(export_megatron(s), UsageError);
+  s.layout.zero = 1;
+  s.layout.schedule = Schedule::ZeroBubble;
+  s.layout.vpp = 1;
+  CHECK_THROWS_AS(export_megatron(s), UsageError);
+}
+
+TEST_CASE("DeepSpeed config keys are names DeepSpeed's config defines; TP/PP layouts are refused") {
+  // deepspeed/runtime/constants.py and deepspeed/runtime/zero/config.py (DeepSpeed v0.16).
+  const std::set<std::string> top = {"train_batch_size", "train_micro_batch_size_per_gpu",
+                                     "gradient_accumulation_steps", "bf16", "fp16", "zero_optimization",
+                                     "activation_checkpointing"};
+  const std::set<std::string> zero = {"stage", "overlap_comm", "contiguous_gradients", "reduce_bucket_size",
+                                      "allgather_bucket_size", "stage3_prefetch_bucket_size"};
+  Scenario s;
+  s.model = load_model("pythia-6.9b");
+  s.gpus = 8;
+  s.work.seq = 2048;
+  s.work.global_batch = 64;
+  s.layout.dp = 8; s.layout.zero = 3; s.layout.micro_batch = 2;
+  const auto j = nlohmann::json::parse(export_deepspeed(s));
+  for (auto& [k, v] : j.items()) CHECK_MESSAGE(top.count(k) == 1, k);
+  for (auto& [k, v] : j["zero_optimization"].items()) CHECK_MESSAGE(zero.count(k) == 1, k);
+  CHECK(j["train_batch_size"] == 64);
+  CHECK(j["gradient_accumulation_steps"] == 4);
+  CHECK(j["zero_optimization"]["stage"] == 3);
+  CHECK(j["zero_optimization"]["reduce_bucket_size"] == 25 * 1024 * 1024 / 2);  // elements of bf16
+  s.layout.tp = 2; s.layout.dp = 4;
+  CHECK_THROWS_AS(export_deepspeed(s), UsageError);
+}
+
+TEST_CASE("torchtitan keys are names its JobConfig defines; ZeRO-1/2 are refused") {
+  // torchtitan/config/job_config.py: class Parallelism, ActivationCheckpoint, Training.
+  const std::set<std::string> known = {
+      "data_parallel_replicate_degree", "data_parallel_shard_degree", "tensor_parallel_degree",
+      "pipeline_parallel_degree", "pipeline_parallel_schedule", "pipeline_parallel_layers_per_stage",
+      "context_parallel_degree", "expert_parallel_degree", "expert_tensor_parallel_degree",
+      "enable_async_tensor_parallel", "mode", "selective_ac_option", "seq_len", "local_batch_size",
+      "global_batch_size", "mixed_precision_param"};
+  Scenario s = llama_scenario();
+  s.layout.zero = 3;
+  const std::string text = export_torchtitan(s);
+  std::istringstream in(text);
+  std::string line;
+  int keys = 0;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#' || line[0] == '[') continue;
+    const std::string key = line.substr(0, line.find(' '));
+    CHECK_MESSAGE(known.count(key) == 1, key);
+    ++keys;
+  }
+  CHECK(keys >= 10);
+  CHECK(text.find("pipeline_parallel_schedule = \"Interleaved1F1B\"") != std::string::npos);
+  CHECK(text.find("data_parallel_shard_degree = 2") != std::string::npos);
+  s.layout.zero = 1;
+  CHECK_THROWS_AS(export_torchtitan(s), UsageError);
+  CHECK_THROWS_AS(parse_export_format("nemo"), UsageError);
+}
+
+TEST_CASE("every built-in scenario predicts") {
+  const auto names = builtin_scenario_names();
+  CHECK(names.size() >= 12);
+  for (const std::string& n : names) {
+    INFO(n);
+    const Scenario s = load_scenario(n);
+    CHECK_NOTHROW(validate_layout(s.model, s.layout, s.work, s.gpus));
+    const Prediction p = predict(s.model, s.hardware, s.work, s.layout);
+    CHECK(p.step_time > 0);
+    CHECK(p.peak_memory <= s.hardware.memory_capacity);
+  }
+}
