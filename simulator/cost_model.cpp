@@ -8,7 +8,7 @@
 namespace sixfold {
 
 std::vector<std::pair<std::string, Seconds>> TimeBreakdown::components() const {
-  return {{"compute", compute - recompute}, {"recompute", recompute}, {"tp_comm", tp_comm}, {"cp_comm", cp_comm},
+  return {{"compute", compute - recompute}, {"recompute", recompute}, {"dispatch_overhead", dispatch_overhead}, {"tp_comm", tp_comm}, {"cp_comm", cp_comm},
           {"ep_comm", ep_comm},             {"pp_comm", pp_comm},     {"dp_comm", dp_comm}, {"bubble", bubble},
           {"optimizer", optimizer}};
 }
@@ -35,8 +35,8 @@ StepFlops step_flops(const ModelSpec& m, const Workload& w, Recompute recompute)
 namespace {
 
 struct ListTime {
-  Seconds compute = 0, recompute = 0, tp = 0, cp = 0, ep = 0, weight_grad = 0;
-  Seconds total() const { return compute + tp + cp + ep; }
+  Seconds compute = 0, recompute = 0, tp = 0, cp = 0, ep = 0, weight_grad = 0, overhead = 0;
+  Seconds total() const { return compute + tp + cp + ep + overhead; }
 };
 
 // Critical-path time of an op list run once. Ops [0, recompute_ops) count as recompute.
@@ -69,6 +69,10 @@ ListTime time_list(const std::vector<Op>& ops, size_t recompute_ops, const OpPri
   }
   t.cp += pending_ring;
   t.tp = overlap::exposed_tp(tp_raw, gemms, tp_overlap);
+  // When the host cannot launch the ops as fast as the GPU runs them, the difference is
+  // dispatch overhead on the critical path.
+  const Seconds bound = overlap::dispatch_bound(t.total(), int(ops.size()), pricer.hardware().kernel_overhead);
+  t.overhead = bound - t.total();
   return t;
 }
 
@@ -79,6 +83,7 @@ void accumulate(ListTime& into, const ListTime& add, double times) {
   into.cp += times * add.cp;
   into.ep += times * add.ep;
   into.weight_grad += times * add.weight_grad;
+  into.overhead += times * add.overhead;
 }
 
 }  // namespace
@@ -130,6 +135,7 @@ std::vector<StageTime> stage_times(const ModelSpec& model, const HardwareProfile
     s.cp = f.cp + b.cp;
     s.ep = f.ep + b.ep;
     s.pp = send_f + send_b;
+    s.overhead = f.overhead + b.overhead;
 
     // Data-parallel traffic of this stage and how much of it the backward hides.
     const Bytes dense_grads = double(st.dense_params) * sb.gradient;
@@ -236,6 +242,7 @@ Prediction predict(const ModelSpec& model, const HardwareProfile& hw, const Work
   t.cp_comm = double(m) * b.cp;
   t.ep_comm = double(m) * b.ep;
   t.pp_comm = double(m) * b.pp;
+  t.dispatch_overhead = double(m) * b.overhead;
   t.bubble = std::max(0.0, pipe - double(m) * (b.forward + b.backward));
   t.dp_comm = dp;
   t.optimizer = opt;

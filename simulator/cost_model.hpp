@@ -19,6 +19,7 @@ struct StageTime {
   Seconds recompute = 0;
   Seconds weight_grad = 0;                      // the backward's weight-gradient GEMMs (ZB-H1 defers them)
   Seconds tp = 0, cp = 0, ep = 0, pp = 0;       // exposed communication per micro-batch
+  Seconds overhead = 0;                         // host dispatch time beyond the GPU's, per micro-batch
   Seconds dp = 0;                               // exposed gradient reduction / ZeRO traffic per step
   Seconds optimizer = 0;                        // per step
 };
@@ -26,6 +27,7 @@ struct StageTime {
 struct TimeBreakdown {
   Seconds compute = 0;    // bottleneck stage, all micro-batches, recompute included
   Seconds recompute = 0;  // part of compute
+  Seconds dispatch_overhead = 0;  // the host launching slower than the GPU runs (small ops)
   Seconds tp_comm = 0, cp_comm = 0, ep_comm = 0, pp_comm = 0, dp_comm = 0;
   Seconds bubble = 0;
   Seconds optimizer = 0;

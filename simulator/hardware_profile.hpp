@@ -46,7 +46,7 @@ struct HardwareProfile {
   CollectiveCurve intra_node;            // collectives inside a node
   CollectiveCurve inter_node;            // collectives whose group spans nodes
   Bytes context_memory = 0;              // CUDA context + cuBLAS/NCCL workspaces held per GPU
-  Seconds kernel_overhead = 4e-6;        // launch + tail of one kernel; floor of every op's time
+  Seconds kernel_overhead = 4e-6;        // host dispatch per op (framework + launch): op lists take at least ops x this
   std::map<std::string, std::string> provenance;
 
   FlopsPerSec peak(Dtype d) const;       // throws Error when the profile lacks that dtype

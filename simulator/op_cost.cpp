@@ -27,7 +27,7 @@ double OpPricer::gemm_efficiency(Count m, Count n, Count k, Count batch) const {
 
 Seconds OpPricer::gemm_time(Count m, Count n, Count k, Count batch) const {
   const Flops f = 2.0 * double(m) * double(n) * double(k) * double(batch);
-  return std::max(hw_.kernel_overhead, f / (gemm_peak_ * gemm_efficiency(m, n, k, batch)));
+  return std::max(kMinKernelTime, f / (gemm_peak_ * gemm_efficiency(m, n, k, batch)));
 }
 
 Seconds OpPricer::collective(Group g, Collective c, Bytes message) const {
@@ -41,10 +41,10 @@ Seconds OpPricer::time(const Op& op) const {
       // Flash attention reaches a calibrated share of peak, lower for short head dims.
       const double head = double(op.k) / (double(op.k) + 32.0) / (128.0 / 160.0);
       const double eff = hw_.attention_efficiency * std::min(1.0, head);
-      return std::max(hw_.kernel_overhead, op.flops / (attention_peak_ * eff));
+      return std::max(kMinKernelTime, op.flops / (attention_peak_ * eff));
     }
     case OpKind::Memory:
-      return std::max(hw_.kernel_overhead, op.bytes / (hw_.memory_bandwidth * hw_.memory_efficiency));
+      return std::max(kMinKernelTime, op.bytes / (hw_.memory_bandwidth * hw_.memory_efficiency));
     case OpKind::Collective:
     case OpKind::PointToPoint: return collective(op.group, op.collective, op.message);
   }

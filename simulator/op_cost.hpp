@@ -8,6 +8,11 @@
 
 namespace sixfold {
 
+// The shortest a kernel runs on the GPU (launch latency on the device side; ~2-3 us on
+// A100/H100 per NVIDIA's CUDA launch-latency figures). The host's dispatch time per op is the
+// profile's kernel_overhead and bounds whole op lists (overlap::dispatch_bound).
+inline constexpr Seconds kMinKernelTime = 2e-6;
+
 // Everything op pricing needs, resolved once per layout (group placements, peak rate).
 class OpPricer {
  public:
