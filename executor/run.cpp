@@ -43,7 +43,12 @@ RunReport run_plan(const ModelSpec& model, const Layout& layout, const Workload&
     throw UsageError("the layout needs dp*tp*pp*cp = " + std::to_string(layout.gpus()) + " ranks (" + describe(layout) +
                      ") but " + std::to_string(launched) + " were launched" +
                      (launched == 1 ? "; start it with mpirun -np " + std::to_string(layout.gpus()) : std::string()));
-  auto backend = make_backend(options.backend, make_world_communicator(options.timeout_s));
+  return run_plan_on(model, layout, work, options, make_world_communicator(options.timeout_s));
+}
+
+RunReport run_plan_on(const ModelSpec& model, const Layout& layout, const Workload& work, const RunOptions& options,
+                      std::unique_ptr<Communicator> world) {
+  auto backend = make_backend(options.backend, std::move(world));
   ProcessGroups groups = make_process_groups(layout, backend->world());
   RunReport report;
   report.world_size = backend->world().size();

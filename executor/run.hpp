@@ -47,4 +47,9 @@ struct RunReport {
 // on every rank, and Error on a communication timeout.
 RunReport run_plan(const ModelSpec& model, const Layout& layout, const Workload& work, const RunOptions& options);
 
+// The same on a given world (tests run a single-rank reference inside an MPI launch with a
+// SelfCommunicator). world->size() must equal layout.gpus().
+RunReport run_plan_on(const ModelSpec& model, const Layout& layout, const Workload& work, const RunOptions& options,
+                      std::unique_ptr<Communicator> world);
+
 }  // namespace sixfold
