@@ -38,13 +38,9 @@ void CpuBackend::gemm(bool ta, bool tb, long m, long n, long k, double alpha, co
 
 std::unique_ptr<Backend> make_backend(const std::string& name, std::unique_ptr<Communicator> world) {
   if (name == "cpu") return std::make_unique<CpuBackend>(std::move(world));
-  throw UsageError("unknown backend '" + name + "' (allowed: cpu" +
-#ifdef SIXFOLD_HAVE_CUDA
-                   std::string(", cuda") +
-#else
-                   std::string("; cuda needs a build with a CUDA toolkit") +
-#endif
-                   ")");
+  if (name == "cuda")
+    throw UsageError("the executor's cuda backend is not available in this build; use --backend cpu");
+  throw UsageError("unknown backend '" + name + "' (allowed: cpu)");
 }
 
 }  // namespace sixfold

@@ -7,8 +7,8 @@
 //          (k mod (pp*vpp)) / pp (backwards count chunks downwards), micro-batch
 //          (k / (pp*vpp)) * pp + k mod pp; warm-up (pp - stage - 1) * 2 + (vpp - 1) * pp
 //          (Megatron-LM's forward_backward_pipelining_with_interleaving).
-// Sends never block (they complete at the end of the step), receives do; every rank's order is
-// consistent with one global order, so no schedule here can deadlock.
+// Sends never block (they complete at the end of the step), receives do (with the communicator's
+// deadline). The MPI tests run 1F1B and interleaved (pp 2, vpp 2) against the single-rank run.
 #include <vector>
 
 #include "models/layout.hpp"

@@ -61,6 +61,35 @@ std::map<std::string, std::function<Case()>> cases() {
   };
 }
 
+// Weights, gradients and AdamW state per rank against the parameter count (fp32: 4, 4, 4+4 bytes
+// per parameter), for layouts that only replicate or ZeRO-shard (tp = pp = ep = 1). ZeRO pads each
+// parameter group to a multiple of the shard count, so a sharded category lies within
+// [bytes * P / N, bytes * (P + groups * (N - 1)) / N].
+bool memory_matches(const ModelSpec& model, const Layout& l, const RunReport& run, int element_bytes) {
+  if (l.tp != 1 || l.pp != 1 || l.ep != 1) return true;
+  const double P = double(count_parameters(model).total);
+  const double N = double(l.dp) * l.cp;
+  const double groups = model.layers + 3;
+  bool ok = true;
+  auto check = [&](MemoryCategory c, double per_param, bool sharded) {
+    const double lo = per_param * element_bytes * P / (sharded ? N : 1.0);
+    const double hi = sharded ? per_param * element_bytes * (P + groups * (N - 1)) / N : lo;
+    for (size_t r = 0; r < run.memory_per_rank.size(); ++r) {
+      const double got = run.memory_per_rank[r].peak_by_category[int(c)];
+      if (got < lo || got > hi + (l.zero >= 1 && !sharded ? per_param * element_bytes * groups * (N - 1) : 0)) {
+        if (run.rank == 0)
+          std::printf("  memory mismatch: rank %zu %s %.0f bytes, expected [%.0f, %.0f]\n", r, to_string(c).c_str(), got,
+                      lo, hi);
+        ok = false;
+      }
+    }
+  };
+  check(MemoryCategory::Weights, 1, l.zero >= 3);
+  check(MemoryCategory::Gradients, 1, l.zero >= 2);
+  check(MemoryCategory::Optimizer, 2, l.zero >= 1);
+  return ok;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -100,9 +129,14 @@ int main(int argc, char** argv) {
       std::printf("%s (%s): %s\n", argv[1], to_string(opt.precision).c_str(), describe(c.layout).c_str());
       for (size_t s = 0; s < reference.losses.size(); ++s)
         std::printf("  step %2zu  single %.15f  layout %.15f\n", s, reference.losses[s], run.losses[s]);
+      const auto& peak = run.memory_per_rank[0].peak_by_category;
+      std::printf("  rank 0 peak bytes: weights %.0f gradients %.0f optimizer %.0f activations %.0f buffers %.0f\n",
+                  peak[0], peak[1], peak[2], peak[3], peak[4]);
       std::printf("  max relative difference %.3g (tolerance %.0e), step %.4f s\n", worst, tolerance, run.step_time);
     }
-    return worst <= tolerance ? 0 : 1;
+    const bool memory_ok =
+        memory_matches(model, c.layout, run, opt.precision == Precision::Float64 ? 8 : 4);
+    return worst <= tolerance && memory_ok ? 0 : 1;
   } catch (const UsageError& e) {
     std::fprintf(stderr, "usage error: %s\n", e.what());
     return 2;
