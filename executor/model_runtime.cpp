@@ -147,6 +147,14 @@ int ModelRuntime<T>::tag(int micro_batch, int virtual_stage, bool forward) const
 
 template <class T>
 double ModelRuntime<T>::train_step(long step) {
+  const double loss = forward_backward(step);
+  ScopedOpTimer timer(*ctx_.backend, "optimizer_step");
+  for (auto* g : param_groups()) g->optimizer_step(hp_.lr, hp_.beta1, hp_.beta2, hp_.eps, hp_.weight_decay, step + 1);
+  return loss;
+}
+
+template <class T>
+double ModelRuntime<T>::forward_backward(long step) {
   current_step_ = step;
   loss_sum_ = 0;
   for (auto* g : param_groups()) g->zero_grads();
@@ -162,11 +170,6 @@ double ModelRuntime<T>::train_step(long step) {
   ctx_.groups->pp->wait_sends();
   pending_sends_.clear();
   finish_gradients();
-  {
-    ScopedOpTimer timer(*ctx_.backend, "optimizer_step");
-    for (auto* g : param_groups())
-      g->optimizer_step(hp_.lr, hp_.beta1, hp_.beta2, hp_.eps, hp_.weight_decay, step + 1);
-  }
   double loss = loss_sum_;
   ctx_.groups->world->all_reduce_sum(&loss, 1);
   return loss / (double(work_.global_batch) * double(work_.seq));

@@ -28,6 +28,9 @@ class ModelRuntime {
   ~ModelRuntime();
   // One optimizer step over global_batch sequences; returns the global mean loss (same on every rank).
   double train_step(long step);
+  // Forward and backward of one step with the gradients reduced, no optimizer update; returns the
+  // global mean loss (gradient checks use it).
+  double forward_backward(long step);
   // Sum over every parameter group of this rank of the squared weights.
   double weight_checksum();
   std::vector<ParamGroup<T>*> param_groups();
