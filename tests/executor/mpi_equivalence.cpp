@@ -53,6 +53,14 @@ std::map<std::string, std::function<Case()>> cases() {
       {"ep2_dp2_moe", with([](Case& c) { c.layout.dp = 2; c.layout.ep = 2; c.moe = true; })},
       {"ep4_dp4_moe_zero1", with([](Case& c) {
          c.layout.dp = 4; c.layout.ep = 4; c.layout.zero = 1; c.layout.micro_batch = 1; c.moe = true; })},
+      {"moe_ep2_dp2_tp2_sp", with([](Case& c) {
+         c.layout.dp = 2; c.layout.ep = 2; c.layout.tp = 2; c.layout.sp = true; c.moe = true; })},
+      {"moe_zero3_ep2_dp2_per_layer", with([](Case& c) {
+         c.layout.dp = 2; c.layout.ep = 2; c.layout.zero = 3; c.layout.dp_overlap = DpOverlap::PerLayer; c.moe = true; })},
+      {"moe_ep2_dp2_cp2", with([](Case& c) { c.layout.dp = 2; c.layout.ep = 2; c.layout.cp = 2; c.moe = true; })},
+      {"pp4_gpipe", with([](Case& c) { c.layout.pp = 4; c.layout.schedule = Schedule::GPipe; c.layout.micro_batch = 1; })},
+      {"pp4_1f1b_recompute_full_cp2", with([](Case& c) {
+         c.layout.pp = 4; c.layout.cp = 2; c.layout.micro_batch = 1; c.layout.recompute = Recompute::Full; })},
       {"recompute_selective_tp2_pp2", with([](Case& c) {
          c.layout.tp = 2; c.layout.pp = 2; c.layout.recompute = Recompute::Selective; })},
       {"recompute_full_tp2_pp2", with([](Case& c) { c.layout.tp = 2; c.layout.pp = 2; c.layout.recompute = Recompute::Full; })},
