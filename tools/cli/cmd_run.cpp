@@ -1,0 +1,107 @@
+// sixfold run: execute a plan for real on the ranks of this launch (mpirun -np N, or one process)
+// and report measured against predicted: memory by category per rank, step time, op times.
+#include <cstdio>
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+
+#include "executor/run.hpp"
+#include "simulator/cost_model.hpp"
+#include "tools/cli/command.hpp"
+#include "tools/cli/scenario_options.hpp"
+
+namespace sixfold::cli {
+namespace {
+
+struct RunCommand {
+  ScenarioFlags flags;
+  std::string backend = "cpu", precision = "float32";
+  int steps = 10;
+  double timeout_s = 120;
+  bool json = false;
+
+  int run() const {
+    const Scenario s = flags.resolve(true);
+    validate_layout(s.model, s.layout, s.work, s.gpus);
+    RunOptions opt;
+    opt.backend = backend;
+    opt.steps = steps;
+    opt.precision = parse_precision(precision);
+    opt.timeout_s = timeout_s;
+    if (steps <= 0) throw UsageError("--steps must be positive");
+    const RunReport rep = run_plan(s.model, s.layout, s.work, opt);
+    if (rep.rank != 0) return 0;
+
+    // The cost model's memory for the same run: CPU training keeps fp32 weights and gradients
+    // and no master copy (state_bytes(FP32)).
+    Workload cpu_work = s.work;
+    cpu_work.dtype = Dtype::FP32;
+    const StepProgram prog = expand_step_program(s.model, s.layout, cpu_work);
+    const auto predicted = predict_memory(s.model, s.hardware, cpu_work, s.layout, prog);
+    // World rank -> pipeline stage under Megatron's order (tp fastest, then cp, dp, pp).
+    auto stage_of = [&](int rank) { return rank / (s.layout.tp * s.layout.cp * s.layout.dp); };
+
+    if (json) {
+      nlohmann::ordered_json j;
+      j["world_size"] = rep.world_size;
+      j["losses"] = rep.losses;
+      j["step_time_s"] = rep.step_time;
+      j["tokens_per_s"] = rep.tokens_per_second;
+      nlohmann::ordered_json ops;
+      for (const auto& [name, t] : rep.op_times) ops[name] = {{"seconds", t.total}, {"calls", t.calls}};
+      j["op_times"] = ops;
+      nlohmann::ordered_json ranks = nlohmann::ordered_json::array();
+      for (size_t r = 0; r < rep.memory_per_rank.size(); ++r) {
+        const auto& m = rep.memory_per_rank[r];
+        const auto& p = predicted[stage_of(int(r))];
+        ranks.push_back({{"rank", r},
+                         {"measured", {{"weights", m.peak_by_category[0]}, {"gradients", m.peak_by_category[1]},
+                                       {"optimizer", m.peak_by_category[2]}, {"activations", m.peak_by_category[3]},
+                                       {"buffers", m.peak_by_category[4]}, {"total", m.peak_total}}},
+                         {"predicted", {{"weights", p.weights}, {"gradients", p.gradients},
+                                        {"optimizer", p.optimizer_states + p.master_weights},
+                                        {"activations", p.activations + p.moe_activations + p.logits}}}});
+      }
+      j["memory"] = ranks;
+      std::cout << j.dump(2) << "\n";
+      return 0;
+    }
+    std::printf("sixfold run: %s, %d rank(s), backend %s, %s\n", s.model.name.c_str(), rep.world_size, backend.c_str(),
+                precision.c_str());
+    for (size_t i = 0; i < rep.losses.size(); ++i)
+      std::printf("step %3zu | loss %.6f | %8.2f ms\n", i + 1, rep.losses[i],
+                  i < rep.step_times.size() ? rep.step_times[i] * 1e3 : 0.0);
+    std::printf("median step %.2f ms | %.0f tokens/s\n\n", rep.step_time * 1e3, rep.tokens_per_second);
+    std::printf("%-5s %-12s %14s %14s %9s\n", "rank", "memory", "measured B", "predicted B", "diff");
+    for (size_t r = 0; r < rep.memory_per_rank.size(); ++r) {
+      const auto& m = rep.memory_per_rank[r];
+      const auto& p = predicted[stage_of(int(r))];
+      const double pred[4] = {p.weights, p.gradients, p.optimizer_states + p.master_weights,
+                              p.activations + p.moe_activations + p.logits};
+      const char* names[4] = {"weights", "gradients", "optimizer", "activations"};
+      for (int c = 0; c < 4; ++c) {
+        const double meas = m.peak_by_category[c];
+        std::printf("%-5s %-12s %14.0f %14.0f %+8.1f%%\n", c == 0 ? std::to_string(r).c_str() : "", names[c], meas, pred[c],
+                    meas > 0 ? 100.0 * (pred[c] - meas) / meas : 0.0);
+      }
+    }
+    std::printf("\nop times (rank 0, all steps):\n");
+    for (const auto& [name, t] : rep.op_times) std::printf("  %-28s %10.3f ms %8ld calls\n", name.c_str(), t.total * 1e3, t.calls);
+    std::printf("(time is not yet predicted for CPU ranks: no CPU hardware profile has been calibrated)\n");
+    return 0;
+  }
+};
+
+Registrar reg("run", "execute a plan on this launch's ranks (CPU over MPI) and compare with the prediction", [](CLI::App& app) {
+  auto cmd = std::make_shared<RunCommand>();
+  cmd->flags.add_to(app, true);
+  app.add_option("--backend", cmd->backend, "cpu (default); cuda needs the CUDA build and a GPU");
+  app.add_option("--steps", cmd->steps, "training steps (default 10)");
+  app.add_option("--precision", cmd->precision, "float32 (default) or float64 (CPU backend)");
+  app.add_option("--timeout", cmd->timeout_s, "seconds any one communication may take before the run fails (default 120)");
+  app.add_flag("--json", cmd->json, "machine-readable report");
+  return Action([cmd] { return cmd->run(); });
+});
+
+}  // namespace
+}  // namespace sixfold::cli
