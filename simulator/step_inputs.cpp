@@ -1,0 +1,212 @@
+// From a layout's step program to the simulator's per-block costs: each (stage, chunk, phase)
+// block is priced op by op with OpPricer, with the exposure of its communication decided by the
+// shared overlap rules (simulator/overlap_rules.hpp), and the data-parallel traffic priced as the
+// closed-form model prices it, so that the two differ only in how the schedule plays out.
+#include <algorithm>
+#include <cmath>
+
+#include "simulator/collective_cost.hpp"
+#include "simulator/memory_model.hpp"
+#include "simulator/op_cost.hpp"
+#include "simulator/overlap_rules.hpp"
+#include "simulator/step_simulator.hpp"
+
+namespace sixfold {
+
+namespace {
+
+enum class Part { All, WithoutWeightGrad, OnlyWeightGrad };
+
+// Critical-path cost of one pass over an op list. Ops [0, recompute_ops) are recompute.
+BlockCost price_list(const std::vector<Op>& ops, size_t recompute_ops, const OpPricer& pricer, bool tp_overlap,
+                     Part part) {
+  BlockCost c;
+  Seconds gemms = 0, pending_ring = 0;
+  int priced = 0;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const Op& op = ops[i];
+    const bool compute = op.kind == OpKind::Gemm || op.kind == OpKind::Attention || op.kind == OpKind::Memory;
+    if (part == Part::OnlyWeightGrad && !(compute && op.weight_grad)) continue;
+    if (part == Part::WithoutWeightGrad && compute && op.weight_grad) continue;
+    const Seconds dt = pricer.time(op);
+    ++priced;
+    if (compute) {
+      c.compute += dt;
+      if (i < recompute_ops) c.recompute += dt;
+      if (op.kind == OpKind::Gemm) gemms += dt;
+      if (pending_ring > 0) {
+        c.cp_exposed += op.overlaps_previous ? overlap::exposed_cp(pending_ring, dt) : pending_ring;
+        pending_ring = 0;
+      }
+    } else if (op.group == Group::TP) {
+      c.tp_raw += dt;
+    } else if (op.group == Group::CP) {
+      c.cp_raw += dt;
+      pending_ring += dt;
+    } else {
+      c.ep += dt;  // EP all-to-all and expert-TP collectives
+    }
+  }
+  c.cp_exposed += pending_ring;
+  c.tp_exposed = overlap::exposed_tp(c.tp_raw, gemms, tp_overlap);
+  const Seconds gpu = c.duration();
+  c.overhead = overlap::dispatch_bound(gpu, priced, pricer.hardware().kernel_overhead) - gpu;
+  return c;
+}
+
+void add_scaled(BlockCost& into, const BlockCost& add, double times) {
+  into.compute += times * add.compute;
+  into.recompute += times * add.recompute;
+  into.tp_raw += times * add.tp_raw;
+  into.tp_exposed += times * add.tp_exposed;
+  into.cp_raw += times * add.cp_raw;
+  into.cp_exposed += times * add.cp_exposed;
+  into.ep += times * add.ep;
+  into.overhead += times * add.overhead;
+}
+
+struct LayerCosts {
+  BlockCost forward, backward, weight_grad;
+};
+
+LayerCosts price_layer(const LayerProgram& layer, const OpPricer& pricer, bool tp_overlap, bool split) {
+  LayerCosts c;
+  c.forward = price_list(layer.forward, 0, pricer, tp_overlap, Part::All);
+  c.backward = price_list(layer.backward, layer.recompute_ops, pricer, tp_overlap,
+                          split ? Part::WithoutWeightGrad : Part::All);
+  if (split) c.weight_grad = price_list(layer.backward, 0, pricer, tp_overlap, Part::OnlyWeightGrad);
+  return c;
+}
+
+}  // namespace
+
+PipelineInputs pipeline_inputs(const ModelSpec& model, const HardwareProfile& hw, const Workload& work,
+                               const Layout& l, const StepProgram& prog) {
+  const OpPricer pricer(hw, l, work.dtype);
+  const bool split = splits_weight_grad(l.schedule);
+  const LayerCosts dense = price_layer(prog.dense_layer, pricer, l.tp_overlap, split);
+  LayerCosts moe;
+  if (model.moe.enabled()) moe = price_layer(prog.moe_layer, pricer, l.tp_overlap, split);
+  // The optimizer and the memory come from the closed-form model: the simulator changes when
+  // things happen, not what they cost.
+  const std::vector<StageTime> closed = stage_times(model, hw, work, l, prog);
+  const std::vector<MemoryBreakdown> memory = stage_memory(model, hw, work, l, prog);
+  const StateBytes sb = state_bytes(work.dtype);
+  const int v = l.virtual_stages();
+
+  PipelineInputs in;
+  in.schedule = l.schedule;
+  in.micro_batches = prog.micro_batches;
+  in.zero = l.zero;
+  in.dp_overlap = l.dp_overlap;
+  const GroupPlacement pp_place = pricer.placement(Group::PP);
+  in.pp_link = pp_place.crosses_nodes ? Link::InterNode : Link::IntraNode;
+  // Gradient-reduction groups as the closed form places them: dense weights over dp x cp, expert
+  // weights over the expert-data group.
+  GroupPlacement dense_group;
+  dense_group.size = l.dp * l.cp;
+  dense_group.crosses_nodes = dense_group.size > 1 && l.tp * l.cp * l.dp > hw.gpus_per_node;
+  const GroupPlacement expert_group = pricer.placement(Group::ExpertData);
+  in.dp_link = dense_group.crosses_nodes || expert_group.crosses_nodes ? Link::InterNode : Link::IntraNode;
+  const Collective grad_op = l.zero == 0 ? Collective::AllReduce : Collective::ReduceScatter;
+
+  for (size_t si = 0; si < prog.stages.size(); ++si) {
+    const StageProgram& st = prog.stages[si];
+    const MemoryBreakdown& mem = memory[si];
+    StageInputs s;
+    s.send = l.pp > 1 ? pricer.time(st.pp_send) : 0;
+    s.optimizer = closed[si].optimizer;
+
+    // Memory held all step: everything but the per-micro-batch activations (and their share of
+    // fragmentation), which the simulation adds and removes block by block.
+    const Bytes per_mb_saved = st.dense_layers * prog.dense_layer.saved + st.pre_saved +
+                               (st.moe_layers > 0 ? st.moe_layers * prog.moe_layer.saved : 0) + st.post_saved;
+    const double in_flight = in_flight_micro_batches(l, prog.micro_batches, st.stage);
+    s.static_memory = mem.total() - (1.0 + kFragmentation) * in_flight * per_mb_saved;
+
+    // Data-parallel traffic, priced as the closed form prices it.
+    const Bytes dense_grads = double(st.dense_params) * sb.gradient;
+    const Bytes expert_grads = double(st.expert_params) * sb.gradient;
+    s.full_reduction = collective_time(grad_op, dense_grads, dense_group, hw) +
+                       collective_time(grad_op, expert_grads, expert_group, hw);
+    int reductions = 1;
+    if (l.dp_overlap == DpOverlap::PerLayer) reductions = std::max(1, st.layers);
+    else if (l.dp_overlap == DpOverlap::Bucketed)
+      reductions = std::max(1, int(std::ceil((dense_grads + expert_grads) / l.bucket_bytes)));
+    const Seconds one_reduction = collective_time(grad_op, dense_grads / reductions, dense_group, hw) +
+                                  collective_time(grad_op, expert_grads / reductions, expert_group, hw);
+    const Seconds param_gather =
+        collective_time(Collective::AllGather, double(st.dense_params) * sb.weight, dense_group, hw) +
+        collective_time(Collective::AllGather, double(st.expert_params) * sb.weight, expert_group, hw);
+    if (l.zero == 1 || l.zero == 2) s.post_step_gather = param_gather;
+
+    for (int c = 0; c < v; ++c) {
+      ChunkInputs ch;
+      const double dense_layers = double(st.dense_layers) / v, moe_layers = double(st.moe_layers) / v;
+      ch.layers = std::max(1, st.layers / v);
+      add_scaled(ch.forward, dense.forward, dense_layers);
+      add_scaled(ch.forward, moe.forward, moe_layers);
+      add_scaled(ch.backward, dense.backward, dense_layers);
+      add_scaled(ch.backward, moe.backward, moe_layers);
+      add_scaled(ch.weight_grad, dense.weight_grad, dense_layers);
+      add_scaled(ch.weight_grad, moe.weight_grad, moe_layers);
+      Bytes saved = dense_layers * prog.dense_layer.saved + moe_layers * prog.moe_layer.saved;
+      // The embedding runs in the first chunk of the first stage, the head and loss in the last
+      // chunk of the last stage.
+      if (c == 0) {
+        add_scaled(ch.forward, price_list(st.pre_forward, 0, pricer, l.tp_overlap, Part::All), 1);
+        add_scaled(ch.backward, price_list(st.pre_backward, 0, pricer, l.tp_overlap, split ? Part::WithoutWeightGrad : Part::All), 1);
+        if (split) add_scaled(ch.weight_grad, price_list(st.pre_backward, 0, pricer, l.tp_overlap, Part::OnlyWeightGrad), 1);
+        saved += st.pre_saved;
+      }
+      if (c == v - 1) {
+        add_scaled(ch.forward, price_list(st.post_forward, 0, pricer, l.tp_overlap, Part::All), 1);
+        add_scaled(ch.backward, price_list(st.post_backward, 0, pricer, l.tp_overlap, split ? Part::WithoutWeightGrad : Part::All), 1);
+        if (split) add_scaled(ch.weight_grad, price_list(st.post_backward, 0, pricer, l.tp_overlap, Part::OnlyWeightGrad), 1);
+        saved += st.post_saved;
+      }
+      ch.activations = (1.0 + kFragmentation) * saved;
+      // Reductions spread over the chunks as evenly as whole reductions allow.
+      ch.reductions = reductions / v + (c < reductions % v ? 1 : 0);
+      ch.reduction = one_reduction;
+      ch.param_gather = l.zero == 3 ? param_gather / v : 0;
+      s.chunks.push_back(ch);
+    }
+    in.stages.push_back(std::move(s));
+  }
+  return in;
+}
+
+SimulationResult simulate_step(const ModelSpec& model, const HardwareProfile& hw, const Workload& work,
+                               const Layout& layout) {
+  return simulate_step(model, hw, work, layout, expand_step_program(model, layout, work));
+}
+
+SimulationResult simulate_step(const ModelSpec& model, const HardwareProfile& hw, const Workload& work,
+                               const Layout& l, const StepProgram& prog, bool record_tasks) {
+  PipelineInputs in = pipeline_inputs(model, hw, work, l, prog);
+  in.record_tasks = record_tasks;
+  SimulationResult r = simulate_pipeline(in);
+
+  // predict's shape, with the simulated time and memory in place of the closed form's.
+  Prediction& p = r.prediction;
+  p = predict(model, hw, work, l, prog);
+  p.step_time = r.step_time;
+  p.time = r.breakdown;
+  p.peak_memory = 0;
+  for (const StageSimulation& s : r.stages)
+    if (s.peak_memory > p.peak_memory) {
+      p.peak_memory = s.peak_memory;
+      p.peak_stage = s.stage;
+    }
+  p.memory = p.stage_memory[size_t(p.peak_stage)];
+  const int gpus = l.gpus();
+  const StepFlops flops = step_flops(model, work, l.recompute);
+  p.tokens_per_s_per_gpu = double(work.global_batch) * double(work.seq) / p.step_time / gpus;
+  p.tflops_model_per_gpu = flops.model / p.step_time / gpus / kTera;
+  p.tflops_hw_per_gpu = flops.hardware / p.step_time / gpus / kTera;
+  p.mfu = p.tflops_model_per_gpu * kTera / hw.peak(work.dtype);
+  return r;
+}
+
+}  // namespace sixfold

@@ -1,0 +1,103 @@
+#include "simulator/trace_writer.hpp"
+
+#include <fstream>
+
+#include "common/error.hpp"
+
+namespace sixfold {
+
+namespace {
+
+constexpr double kMicro = 1e6;
+
+nlohmann::json metadata(const char* what, int pid, int tid, const std::string& name) {
+  return {{"name", what}, {"ph", "M"}, {"pid", pid}, {"tid", tid}, {"args", {{"name", name}}}};
+}
+
+std::string block_name(const Task& t) {
+  std::string n = t.kind == TaskKind::Forward ? "F" : t.kind == TaskKind::Backward ? "B" : "W";
+  return n + " c" + std::to_string(t.chunk) + " mb" + std::to_string(t.micro_batch);
+}
+
+std::string task_name(const Task& t) {
+  switch (t.kind) {
+    case TaskKind::Forward:
+    case TaskKind::Backward:
+    case TaskKind::WeightGrad: return block_name(t);
+    case TaskKind::SendActivation: return "send act c" + std::to_string(t.chunk) + " mb" + std::to_string(t.micro_batch);
+    case TaskKind::SendGradient: return "send grad c" + std::to_string(t.chunk) + " mb" + std::to_string(t.micro_batch);
+    case TaskKind::GradReduce:
+      return "reduce grads c" + std::to_string(t.chunk) + " mb" + std::to_string(t.micro_batch) + " #" + std::to_string(t.index);
+    case TaskKind::ParamGather:
+      return t.index < 0 ? std::string("gather params (after step)")
+                         : "gather params c" + std::to_string(t.chunk) + " mb" + std::to_string(t.micro_batch);
+    case TaskKind::Optimizer: return "optimizer";
+  }
+  return "?";
+}
+
+void add_complete(nlohmann::json& events, const std::string& name, const char* category, int pid, Stream stream,
+                  Seconds start, Seconds duration, nlohmann::json args = nlohmann::json::object()) {
+  if (duration <= 0) return;
+  events.push_back({{"name", name},
+                    {"cat", category},
+                    {"ph", "X"},
+                    {"pid", pid},
+                    {"tid", int(stream)},
+                    {"ts", start * kMicro},
+                    {"dur", duration * kMicro},
+                    {"args", std::move(args)}});
+}
+
+}  // namespace
+
+nlohmann::json chrome_trace(const SimulationResult& r, const std::string& title) {
+  nlohmann::json events = nlohmann::json::array();
+  for (const StageSimulation& s : r.stages) {
+    events.push_back(metadata("process_name", s.stage, 0, "stage " + std::to_string(s.stage)));
+    events.push_back({{"name", "process_sort_index"}, {"ph", "M"}, {"pid", s.stage}, {"tid", 0}, {"args", {{"sort_index", s.stage}}}});
+    for (int st = 0; st < kStreamCount; ++st)
+      events.push_back(metadata("thread_name", s.stage, st, to_string(Stream(st))));
+  }
+  for (const Task& t : r.tasks) {
+    const bool block = t.kind == TaskKind::Forward || t.kind == TaskKind::Backward || t.kind == TaskKind::WeightGrad;
+    if (!block) {
+      nlohmann::json args = nlohmann::json::object();
+      if (t.slowdown > 0) args["shared_link_slowdown_us"] = t.slowdown * kMicro;
+      add_complete(events, task_name(t), to_string(t.kind), t.rank, t.stream, t.start, t.end - t.start, args);
+      continue;
+    }
+    const ChunkInputs& ch = r.inputs.at(size_t(t.rank)).chunks.at(size_t(t.chunk));
+    const BlockCost& c = t.kind == TaskKind::Forward ? ch.forward : t.kind == TaskKind::Backward ? ch.backward : ch.weight_grad;
+    const std::string name = block_name(t);
+    nlohmann::json args = {{"chunk", t.chunk}, {"micro_batch", t.micro_batch}};
+    if (c.recompute > 0) args["recompute_us"] = c.recompute * kMicro;
+    if (t.end - t.start > t.duration + 1e-12) args["waited_for_params_us"] = (t.end - t.start - t.duration) * kMicro;
+    add_complete(events, name, to_string(t.kind), t.rank, Stream::Compute, t.start, c.compute, args);
+    // TP: hidden behind the GEMMs when overlapped (exposed < raw), else after the compute.
+    const bool tp_hidden = c.tp_exposed < c.tp_raw;
+    add_complete(events, name + " tp", "tp_comm", t.rank, Stream::TP, tp_hidden ? t.start : t.start + c.compute, c.tp_raw,
+                 {{"exposed_us", c.tp_exposed * kMicro}});
+    // CP ring exchange runs alongside the attention it feeds; only its excess is on the critical path.
+    add_complete(events, name + " cp ring", "cp_comm", t.rank, Stream::CP, t.start, c.cp_raw,
+                 {{"exposed_us", c.cp_exposed * kMicro}});
+    add_complete(events, name + " ep a2a", "ep_comm", t.rank, Stream::EP, t.start + c.compute + c.tp_exposed + c.cp_exposed,
+                 c.ep, {{"exposed_us", c.ep * kMicro}});
+  }
+  for (const StageSimulation& s : r.stages)
+    for (const MemorySample& m : s.memory)
+      events.push_back({{"name", "memory"}, {"ph", "C"}, {"pid", s.stage}, {"tid", 0}, {"ts", m.time * kMicro},
+                        {"args", {{"GiB", m.bytes / kGiB}}}});
+  return {{"traceEvents", events},
+          {"displayTimeUnit", "ms"},
+          {"otherData", {{"title", title}, {"step_time_s", r.step_time}, {"bottleneck_stage", r.bottleneck_stage}}}};
+}
+
+void write_chrome_trace(const SimulationResult& r, const std::string& title, const std::string& path) {
+  std::ofstream out(path);
+  if (!out) throw Error("cannot write trace file " + path);
+  out << chrome_trace(r, title).dump() << "\n";
+  if (!out) throw Error("error writing trace file " + path);
+}
+
+}  // namespace sixfold
