@@ -200,3 +200,49 @@ TEST_CASE("with overlap off the simulator agrees with the closed form within 1% 
   CHECK(interleaved >= 80);
   CHECK(gpipe >= 100);
 }
+
+TEST_CASE("collectives that share a link share its bandwidth") {
+  // Two stages; stage 1's gradient reduction runs while it still sends gradients to stage 0.
+  auto run = [](Link dp_link) {
+    PipelineInputs in = uniform_pipeline(Schedule::OneFOneB, 2, 1, 4);
+    in.pp_link = Link::InterNode;
+    in.dp_link = dp_link;
+    in.dp_overlap = DpOverlap::PerLayer;
+    for (StageInputs& s : in.stages) s.send = 0.5;
+    // Only the last stage reduces, long enough to end the step; its first reduction starts while
+    // its last gradient send is on the wire.
+    in.stages[1].chunks[0].reductions = 4;
+    in.stages[1].chunks[0].reduction = 3.0;
+    return simulate_pipeline(in);
+  };
+  const SimulationResult separate = run(Link::IntraNode);
+  const SimulationResult shared = run(Link::InterNode);
+  Seconds slowdown = 0;
+  for (const Task& t : shared.tasks) slowdown += t.slowdown;
+  for (const Task& t : separate.tasks) CHECK(t.slowdown == 0);
+  CHECK(slowdown > 0);
+  CHECK(shared.step_time > separate.step_time);
+}
+
+TEST_CASE("uneven stages: the heavier stage sets the pace and holds the breakdown") {
+  const HardwareProfile hw = load_hardware("h100-sxm-80g");
+  const ModelSpec model = load_model("gpt-1.7b");  // 24 layers
+  Layout l;
+  l.pp = 4;
+  l.first_stage_layers = 3;
+  l.last_stage_layers = 3;  // the middle stages get 9 each
+  Workload w;
+  w.seq = 2048;
+  w.global_batch = 16;
+  validate_layout(model, l, w, 0);
+  const SimulationResult r = simulate_step(model, hw, w, l);
+  CHECK((r.bottleneck_stage == 1 || r.bottleneck_stage == 2));
+  CHECK(r.stages[1].compute > 2 * r.stages[0].compute);
+  CHECK(r.stages[0].bubble > r.stages[1].bubble);
+  // The breakdown adds up to the step.
+  const TimeBreakdown& t = r.breakdown;
+  CHECK(t.compute + t.dispatch_overhead + t.tp_comm + t.cp_comm + t.ep_comm + t.pp_comm + t.dp_comm + t.optimizer +
+            t.bubble == doctest::Approx(r.step_time));
+  // Memory peaks while micro-batches are in flight, above the static part.
+  for (const StageSimulation& s : r.stages) CHECK(s.peak_memory > s.static_memory);
+}

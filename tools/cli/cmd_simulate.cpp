@@ -33,6 +33,11 @@ struct SimulateCommand {
     for (const StageSimulation& st : r.stages) {
       nlohmann::ordered_json j;
       j["stage"] = st.stage;
+      // predict's per-stage keys first (memory is the simulated peak; the per-micro-batch block
+      // times are the ones the simulation played), then the simulation's own.
+      j["memory_bytes"] = st.peak_memory;
+      j["forward_s"] = closed.stage_time[size_t(st.stage)].forward;
+      j["backward_s"] = closed.stage_time[size_t(st.stage)].backward;
       j["peak_memory_bytes"] = st.peak_memory;
       j["static_memory_bytes"] = st.static_memory;
       j["peak_time_s"] = st.peak_time;
