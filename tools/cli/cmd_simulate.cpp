@@ -76,13 +76,15 @@ struct SimulateCommand {
     print_prediction(std::cout, r.prediction);
     std::cout << "closed-form step time " << format_seconds(closed.step_time) << " (simulated "
               << format_seconds(r.step_time) << "; breakdown of the busiest stage, " << r.bottleneck_stage << ")\n";
-    std::cout << "stage   compute       tp       cp       ep       pp       dp   bubble  in-flight  peak GiB\n";
+    std::cout << "stage     compute          tp          cp          ep          pp          dp      bubble  in-flight   peak GiB\n";
+    auto cell = [](Seconds t) {
+      std::string text = format_seconds(t);
+      return std::string(text.size() < 12 ? 12 - text.size() : 1, ' ') + text;
+    };
     for (const StageSimulation& st : r.stages) {
-      std::cout << std::setw(5) << st.stage << " " << std::setw(9) << format_seconds(st.compute) << std::setw(9)
-                << format_seconds(st.tp_comm) << std::setw(9) << format_seconds(st.cp_comm) << std::setw(9)
-                << format_seconds(st.ep_comm) << std::setw(9) << format_seconds(st.pp_comm) << std::setw(9)
-                << format_seconds(st.dp_comm) << std::setw(9) << format_seconds(st.bubble) << std::setw(11)
-                << std::fixed << std::setprecision(2) << st.peak_in_flight << std::setw(10) << st.peak_memory / kGiB
+      std::cout << std::setw(5) << st.stage << cell(st.compute) << cell(st.tp_comm) << cell(st.cp_comm)
+                << cell(st.ep_comm) << cell(st.pp_comm) << cell(st.dp_comm) << cell(st.bubble) << std::fixed
+                << std::setprecision(2) << std::setw(11) << st.peak_in_flight << std::setw(11) << st.peak_memory / kGiB
                 << std::defaultfloat << "\n";
     }
     if (!trace.empty()) std::cout << "trace: " << trace << " (open in https://ui.perfetto.dev)\n";
