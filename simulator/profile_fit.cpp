@@ -39,7 +39,7 @@ FitResult fit_profile_to_runs(const CsvTable& runs, const std::string& hardware,
                        {"attention_efficiency", base.attention_efficiency, 0.1, 1.0},
                        {"memory_efficiency", base.memory_efficiency, 0.2, 1.0},
                        {"kernel_overhead", base.kernel_overhead, 1e-6, 200e-6},
-                       {"intra_node.peak_busbw", base.intra_node.peak_busbw, 20e9, base.intra_node_bandwidth * 2},
+                       {"intra_node.peak_busbw", base.intra_node.peak_busbw, 20e9, base.intra_node_bandwidth * 1.1},
                        {"intra_node.latency", base.intra_node.latency, 2e-6, 200e-6}};
 
   auto score = [&](const std::vector<FitParameter>& params, int parity, int* rows) {
