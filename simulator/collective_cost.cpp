@@ -22,6 +22,16 @@ GroupPlacement place_group(Group g, const Layout& l, int gpus_per_node) {
   p.crosses_nodes = size > 1 && stride * size > gpus_per_node;
   // A pipeline neighbour is in the same node only when a whole tp*cp*dp block fits twice in it.
   if (g == Group::PP) p.crosses_nodes = stride * 2 > gpus_per_node;
+  p.ranks_per_node = int(std::max<long>(1, std::min<long>(size, gpus_per_node / std::max<long>(1, stride))));
+  if (g == Group::PP) p.ranks_per_node = 1;
+  return p;
+}
+
+GroupPlacement place_gradient_group(const Layout& l, int gpus_per_node) {
+  GroupPlacement p;
+  p.size = l.dp * l.cp;
+  p.crosses_nodes = p.size > 1 && l.tp * l.cp * l.dp > gpus_per_node;
+  p.ranks_per_node = std::max(1, std::min(p.size, gpus_per_node / std::max(1, l.tp)));
   return p;
 }
 
@@ -43,9 +53,11 @@ Seconds collective_time(Collective c, Bytes message, const GroupPlacement& where
   if (c == Collective::None || message <= 0) return 0;
   if (where.size <= 1 && c != Collective::SendRecv) return 0;
   const CollectiveCurve& curve = where.crosses_nodes ? hw.inter_node : hw.intra_node;
+  double peak = curve.peak_busbw;
+  if (where.crosses_nodes && c != Collective::SendRecv && c != Collective::RingExchange)
+    peak = std::min(hw.intra_node.peak_busbw, curve.peak_busbw * where.ranks_per_node);
   // Small messages reach a fraction of the peak bus bandwidth: size / (size + half_size).
-  const Bytes per_step = c == Collective::RingExchange ? message : message;
-  const double busbw = curve.peak_busbw * per_step / (per_step + curve.half_size);
+  const double busbw = peak * message / (message + curve.half_size);
   const int steps = c == Collective::RingExchange ? where.size - 1 : 1;
   return steps * curve.latency + bus_factor(c, where.size) * message / busbw;
 }

@@ -10,15 +10,21 @@ namespace sixfold {
 struct GroupPlacement {
   int size = 1;
   bool crosses_nodes = false;
+  int ranks_per_node = 1;  // members of the group inside one node (each with its own NIC)
 };
 
 // Rank order is Megatron's: tp fastest, then cp, dp, pp. Expert groups: etp fastest, then ep,
 // then the expert-data group. A group spans nodes when its stride times its size exceeds the node.
 GroupPlacement place_group(Group group, const Layout& layout, int gpus_per_node);
+// The group that reduces dense gradients: dp x cp ranks at stride tp (Megatron).
+GroupPlacement place_gradient_group(const Layout& layout, int gpus_per_node);
 
 // nccl-tests' bus-bandwidth factor of a collective on n ranks.
 double bus_factor(Collective c, int n);
 
+// Seconds for one collective of `message` bytes on a group so placed. A group that spans nodes
+// drives one NIC per member in each node in parallel (NCCL runs a ring per NIC), so its bus
+// bandwidth is the per-NIC curve times the members per node, up to the NVLink curve.
 // Seconds for one collective of `message` bytes (nccl-tests "size") on a group so placed.
 Seconds collective_time(Collective c, Bytes message, const GroupPlacement& where, const HardwareProfile& hw);
 

@@ -104,9 +104,7 @@ std::vector<StageTime> stage_times(const ModelSpec& model, const HardwareProfile
 
   // Gradient-reduction groups: dense weights over dp x cp (stride tp), expert weights over the
   // expert-data group.
-  GroupPlacement dense_group;
-  dense_group.size = l.dp * l.cp;
-  dense_group.crosses_nodes = dense_group.size > 1 && l.tp * l.cp * l.dp > hw.gpus_per_node;
+  const GroupPlacement dense_group = place_gradient_group(l, hw.gpus_per_node);
   const GroupPlacement expert_group = pricer.placement(Group::ExpertData);
 
   std::vector<StageTime> out;

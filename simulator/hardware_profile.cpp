@@ -354,13 +354,18 @@ void apply_overrides(HardwareProfile& hw, const ClusterOverrides& o) {
   }
   if (o.intra_node_bandwidth) {
     if (!(*o.intra_node_bandwidth > 0)) throw UsageError("intra_node_bandwidth must be positive");
+    // The measured collective curve scales with the link it runs on.
+    hw.intra_node.peak_busbw *= *o.intra_node_bandwidth / hw.intra_node_bandwidth;
     hw.intra_node_bandwidth = *o.intra_node_bandwidth;
     record("intra_node_bandwidth");
+    record("intra_node.peak_busbw");
   }
   if (o.network_bandwidth) {
     if (!(*o.network_bandwidth > 0)) throw UsageError("network_bandwidth must be positive");
+    hw.inter_node.peak_busbw *= *o.network_bandwidth / hw.network_bandwidth;
     hw.network_bandwidth = *o.network_bandwidth;
     record("network_bandwidth");
+    record("inter_node.peak_busbw");
   }
   if (o.network_latency) {
     if (!(*o.network_latency >= 0)) throw UsageError("network_latency must not be negative");

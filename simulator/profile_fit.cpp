@@ -1,5 +1,6 @@
 #include "simulator/profile_fit.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "common/error.hpp"
@@ -18,6 +19,7 @@ double* field(HardwareProfile& hw, const std::string& path) {
   if (path == "intra_node.peak_busbw") return &hw.intra_node.peak_busbw;
   if (path == "intra_node.latency") return &hw.intra_node.latency;
   if (path == "inter_node.peak_busbw") return &hw.inter_node.peak_busbw;
+  if (path == "inter_node.latency") return &hw.inter_node.latency;
   throw Error("cannot fit profile field '" + path + "'");
 }
 
@@ -27,7 +29,21 @@ void apply_fit(HardwareProfile& hw, const std::vector<FitParameter>& parameters)
   for (const auto& p : parameters) *field(hw, p.path) = p.value;
 }
 
-FitResult fit_profile_to_runs(const CsvTable& runs, const std::string& hardware, const std::string& split, int rounds) {
+const std::vector<std::string>& fittable_parameters() {
+  static const std::vector<std::string> names = {"gemm.max_efficiency", "gemm.half_dim",         "attention_efficiency",
+                                                 "memory_efficiency",   "kernel_overhead",       "intra_node.peak_busbw",
+                                                 "intra_node.latency",  "inter_node.peak_busbw", "inter_node.latency"};
+  return names;
+}
+
+FitResult fit_profile_to_runs(const CsvTable& runs, const std::string& hardware, const std::string& split, int rounds,
+                              const std::vector<std::string>& only) {
+  for (const auto& name : only)
+    if (std::find(fittable_parameters().begin(), fittable_parameters().end(), name) == fittable_parameters().end()) {
+      std::string allowed;
+      for (const auto& n : fittable_parameters()) allowed += (allowed.empty() ? "" : ", ") + n;
+      throw UsageError("cannot fit '" + name + "' (fittable: " + allowed + ")");
+    }
   if (split != "even" && split != "odd") throw UsageError("unknown split '" + split + "' (allowed: even, odd)");
   const int fit_parity = split == "even" ? 0 : 1;
   const HardwareProfile base = load_hardware(hardware);
@@ -40,7 +56,11 @@ FitResult fit_profile_to_runs(const CsvTable& runs, const std::string& hardware,
                        {"memory_efficiency", base.memory_efficiency, 0.2, 1.0},
                        {"kernel_overhead", base.kernel_overhead, 1e-6, 200e-6},
                        {"intra_node.peak_busbw", base.intra_node.peak_busbw, 20e9, base.intra_node_bandwidth * 1.1},
-                       {"intra_node.latency", base.intra_node.latency, 2e-6, 200e-6}};
+                       {"intra_node.latency", base.intra_node.latency, 2e-6, 200e-6},
+                       {"inter_node.peak_busbw", base.inter_node.peak_busbw, 1e9, base.network_bandwidth * 1.1},
+                       {"inter_node.latency", base.inter_node.latency, 2e-6, 500e-6}};
+  if (!only.empty())
+    std::erase_if(result.parameters, [&](const FitParameter& p) { return std::find(only.begin(), only.end(), p.path) == only.end(); });
 
   auto score = [&](const std::vector<FitParameter>& params, int parity, int* rows) {
     ValidationOptions opt;

@@ -27,7 +27,10 @@ struct FitResult {
 
 // Rows whose index is even are fitted, odd ones held out (split "even"), or the reverse ("odd").
 // Only rows on `hardware` are used.
-FitResult fit_profile_to_runs(const CsvTable& runs, const std::string& hardware, const std::string& split, int rounds = 3);
+// `only`: names of the parameters to fit (empty: all of fittable_parameters()).
+FitResult fit_profile_to_runs(const CsvTable& runs, const std::string& hardware, const std::string& split, int rounds = 3,
+                              const std::vector<std::string>& only = {});
+const std::vector<std::string>& fittable_parameters();
 
 void apply_fit(HardwareProfile& hw, const std::vector<FitParameter>& parameters);
 

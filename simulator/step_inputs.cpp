@@ -103,9 +103,7 @@ PipelineInputs pipeline_inputs(const ModelSpec& model, const HardwareProfile& hw
   in.pp_link = pp_place.crosses_nodes ? Link::InterNode : Link::IntraNode;
   // Gradient-reduction groups as the closed form places them: dense weights over dp x cp, expert
   // weights over the expert-data group.
-  GroupPlacement dense_group;
-  dense_group.size = l.dp * l.cp;
-  dense_group.crosses_nodes = dense_group.size > 1 && l.tp * l.cp * l.dp > hw.gpus_per_node;
+  const GroupPlacement dense_group = place_gradient_group(l, hw.gpus_per_node);
   const GroupPlacement expert_group = pricer.placement(Group::ExpertData);
   in.dp_link = dense_group.crosses_nodes || expert_group.crosses_nodes ? Link::InterNode : Link::IntraNode;
   const Collective grad_op = l.zero == 0 ? Collective::AllReduce : Collective::ReduceScatter;

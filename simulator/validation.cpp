@@ -123,10 +123,17 @@ Scenario scenario_from_row(const CsvTable& t, size_t r, const HardwareLookup& lo
   l.sp = as_int(t, r, "sp", 0) == 1;
   l.zero = int(as_int(t, r, "zero", 0));
   l.micro_batch = as_int(t, r, "micro_batch", 0);
+  // The DeepSpeed engine without ZeRO reduces gradients after the backward (no overlap), which is
+  // how Megatron-DeepSpeed runs (vTrain's data); other frameworks overlap in buckets.
+  const bool megatron_deepspeed = t.field(r, "notes").find("Megatron-DeepSpeed") != std::string::npos;
+  if (megatron_deepspeed && l.zero == 0) l.dp_overlap = DpOverlap::None;
   s.work.seq = seq;
   s.work.global_batch = as_int(t, r, "global_batch", 0);
   const std::string dtype = t.field(r, "dtype");
   s.work.dtype = dtype.empty() ? Dtype::BF16 : parse_dtype(dtype);
+  // Megatron-DeepSpeed's GPT runs unfused attention (scores, fused softmax, dropout, values)
+  // unless --use-flash-attn is given; vTrain's runs predate it.
+  if (megatron_deepspeed) s.work.flash_attention = false;
   if (s.gpus <= 0 || s.work.global_batch <= 0) throw Error("gpus or global batch not stated");
   return s;
 }
@@ -196,6 +203,7 @@ ValidationReport validate_runs(const CsvTable& t, const ValidationOptions& opt) 
       if (!best) throw Error("layout invalid: " + last_error);
       if (recomputes.size() > 1) row.filled.push_back("recompute=" + to_string(best_layout.recompute));
       if (micro_batches.size() > 1 || s.layout.micro_batch <= 0) row.filled.push_back("micro_batch=" + std::to_string(best_layout.micro_batch));
+      if (best_layout.dp_overlap == DpOverlap::None) row.filled.push_back("dp_overlap=none (Megatron-DeepSpeed)");
       s.layout = best_layout;
       row.scenario = s;
       row.predicted_to_fit = best_fits;

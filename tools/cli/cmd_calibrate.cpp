@@ -14,6 +14,7 @@ namespace {
 
 struct CalibrateCommand {
   std::string runs, hardware, split = "even", backend;
+  std::vector<std::string> parameters;
   int rounds = 3;
 
   int run() const {
@@ -24,7 +25,7 @@ struct CalibrateCommand {
     }
     if (hardware.empty()) throw UsageError("--hardware is required with --from-runs");
     const CsvTable table = read_csv(runs);
-    const FitResult fit = fit_profile_to_runs(table, hardware, split, rounds);
+    const FitResult fit = fit_profile_to_runs(table, hardware, split, rounds, parameters);
     char date[32];
     std::time_t now = std::time(nullptr);
     std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
@@ -43,6 +44,7 @@ Registrar reg("calibrate", "fit a hardware profile to measured runs (or, with a 
   app.add_option("--hardware", cmd->hardware, "the profile to fit (rows on other GPUs are ignored)");
   app.add_option("--split", cmd->split, "even: fit even rows, report odd ones (default); odd: the reverse");
   app.add_option("--rounds", cmd->rounds, "coordinate-descent rounds (default 3)");
+  app.add_option("--parameters", cmd->parameters, "profile fields to fit, comma-separated (default: all fittable)")->delimiter(',');
   app.add_option("--backend", cmd->backend, "cuda: microbenchmarks on this machine's GPU");
   return Action([cmd] { return cmd->run(); });
 });

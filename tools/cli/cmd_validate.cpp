@@ -12,7 +12,7 @@ namespace sixfold::cli {
 namespace {
 
 struct ValidateCommand {
-  std::string file;
+  std::string file, cluster;
   bool json = false, rank = false;
 
   int run() const {
@@ -21,6 +21,12 @@ struct ValidateCommand {
       if (table.column(col) < 0) throw Error(file + ": missing column '" + col + "' (format: ../shared/validation/README.md)");
     ValidationOptions opt;
     opt.rank = rank;
+    if (!cluster.empty()) {
+      // Score every row as run on this cluster: its node size and network override the profile's.
+      std::string cluster_hardware;
+      const ClusterOverrides overrides = load_cluster_overrides(cluster, &cluster_hardware);
+      opt.adjust_hardware = [overrides](HardwareProfile& hw) { apply_overrides(hw, overrides); };
+    }
     const ValidationReport rep = validate_runs(table, opt);
     if (json) print_json(rep);
     else print_text(rep);
@@ -66,7 +72,9 @@ struct ValidateCommand {
     std::printf("\nsummary of %s: %d rows scored, %d skipped\n", rep.source.c_str(), rep.rows_scored, rep.rows_skipped);
     for (const auto& [reason, count] : rep.skip_reasons) std::printf("  skipped %4d: %s\n", count, reason.c_str());
     for (const auto& [field, count] : rep.filled_counts)
-      std::printf("  filled  %4d: %s (unstated; the fastest that fits in memory)\n", count, field.c_str());
+      std::printf("  filled  %4d: %s (unstated: %s)\n", count, field.c_str(),
+                  field == "dp_overlap" ? "none, as the DeepSpeed engine without ZeRO reduces after the backward"
+                                        : "the fastest that fits in memory");
     std::printf("  %-18s %5s %9s %9s %9s  %s\n", "metric", "n", "MAPE", "median", "worst", "worst row");
     for (const auto& metric : validation_metrics()) {
       auto it = rep.metrics.find(metric);
@@ -127,6 +135,7 @@ Registrar reg("validate", "score predictions against measured runs (CSV, ../shar
   auto cmd = std::make_shared<ValidateCommand>();
   app.add_option("file", cmd->file, "CSV of measured runs")->required();
   app.add_flag("--json", cmd->json, "machine-readable output");
+  app.add_option("--cluster", cmd->cluster, "cluster YAML whose node size and network apply to every row");
   app.add_flag("--rank", cmd->rank, "score the ranking of layouts within groups of the same model, GPUs and batch");
   return Action([cmd] { return cmd->run(); });
 });
