@@ -22,7 +22,10 @@ template <class T>
 struct ModelRuntime<T>::MicroBatchState {
   std::vector<int> tokens, targets;  // [rows]
   std::vector<LayerSaved<T>> layers;
-  TrackedBuffer<T> head_in, norm_mean, norm_rstd, head_full, logits, row_max, row_sumexp;
+  // Last stage: final-norm input and statistics, its output (the sequence shard under SP,
+  // re-gathered in backward) and the fp32 softmax of the vocab-parallel cross-entropy, which is
+  // what Megatron's VocabParallelCrossEntropy saves (the logits themselves are dropped).
+  TrackedBuffer<T> head_in, norm_mean, norm_rstd, head_normed, softmax;
 };
 
 namespace {
@@ -294,44 +297,57 @@ template <class T>
 double ModelRuntime<T>::head_forward(MicroBatchState& mb, const T* x) {
   const long H = ctx_.hidden, N = ctx_.rows, Nr = ctx_.rows_residual, Vl = ctx_.vocab_local;
   MemoryTracker* mem = ctx_.memory();
-  const auto A = MemoryCategory::Activations;
+  const auto A = MemoryCategory::Activations, Bf = MemoryCategory::Buffers;
   mb.head_in.reset(mem, A, Nr * H);
   std::copy_n(x, Nr * H, mb.head_in.data());
-  TrackedBuffer<T> normed(mem, MemoryCategory::Buffers, Nr * H);
-  mb.norm_mean.reset(mem, A, Nr);
+  mb.head_normed.reset(mem, A, Nr * H);
+  mb.norm_mean.reset(mem, A, model_.norm == NormKind::LayerNorm ? Nr : 0);
   mb.norm_rstd.reset(mem, A, Nr);
   final_norm_->acquire_weights();
   {
     ScopedOpTimer timer(*ctx_.backend, "norm_forward");
     if (model_.norm == NormKind::LayerNorm)
-      layernorm_forward_ref(x, final_norm_->weight(final_norm_w_), final_norm_->weight(final_norm_b_), normed.data(),
-                            mb.norm_mean.data(), mb.norm_rstd.data(), int(Nr), int(H), T(ctx_.norm_eps));
+      layernorm_forward_ref(x, final_norm_->weight(final_norm_w_), final_norm_->weight(final_norm_b_),
+                            mb.head_normed.data(), mb.norm_mean.data(), mb.norm_rstd.data(), int(Nr), int(H),
+                            T(ctx_.norm_eps));
     else
-      rmsnorm_forward_ref(x, final_norm_->weight(final_norm_w_), normed.data(), mb.norm_rstd.data(), int(Nr), int(H),
-                          T(ctx_.norm_eps));
+      rmsnorm_forward_ref(x, final_norm_->weight(final_norm_w_), mb.head_normed.data(), mb.norm_rstd.data(), int(Nr),
+                          int(H), T(ctx_.norm_eps));
   }
   final_norm_->release_weights();
-  mb.head_full.reset(mem, A, N * H);
-  ctx_.enter_tp_forward(normed.data(), mb.head_full.data());
   ParamGroup<T>* head = head_ ? head_.get() : embedding_.get();
   const int w = head_ ? head_w_ : embedding_w_;
-  head->acquire_weights();
-  mb.logits.reset(mem, A, N * Vl);
-  ctx_.gemm("lm_head_gemm", false, true, N, Vl, H, mb.head_full.data(), head->weight(w), T(0), mb.logits.data());
-  head->release_weights();
+  // The logits live only through the loss forward; they are the cost model's "one set of logits"
+  // (StageProgram::logits_bytes) and are charged to activations like it.
+  TrackedBuffer<T> logits(mem, A, N * Vl);
+  {
+    TrackedBuffer<T> full;
+    const T* head_full = mb.head_normed.data();
+    if (ctx_.sp) {
+      full.reset(mem, Bf, N * H);
+      ctx_.enter_tp_forward(mb.head_normed.data(), full.data());
+      head_full = full.data();
+    }
+    head->acquire_weights();
+    ctx_.gemm("lm_head_gemm", false, true, N, Vl, H, head_full, head->weight(w), T(0), logits.data());
+    head->release_weights();
+  }
   ScopedOpTimer timer(*ctx_.backend, "cross_entropy_forward");
   Communicator& tp = ctx_.tp();
-  mb.row_max.reset(mem, A, N);
-  mb.row_sumexp.reset(mem, A, N);
-  TrackedBuffer<T> target(mem, MemoryCategory::Buffers, N);
-  logits_rowmax_ref(mb.logits.data(), mb.row_max.data(), int(N), int(Vl));
-  tp.all_reduce_max(mb.row_max.data(), N);
-  logits_sumexp_ref(mb.logits.data(), mb.row_max.data(), mb.row_sumexp.data(), int(N), int(Vl));
-  tp.all_reduce_sum(mb.row_sumexp.data(), N);
-  target_logit_ref(mb.logits.data(), mb.targets.data(), int(ctx_.vocab_start), target.data(), int(N), int(Vl));
+  TrackedBuffer<T> row_max(mem, Bf, N), row_sumexp(mem, Bf, N), target(mem, Bf, N);
+  logits_rowmax_ref(logits.data(), row_max.data(), int(N), int(Vl));
+  tp.all_reduce_max(row_max.data(), N);
+  logits_sumexp_ref(logits.data(), row_max.data(), row_sumexp.data(), int(N), int(Vl));
+  tp.all_reduce_sum(row_sumexp.data(), N);
+  target_logit_ref(logits.data(), mb.targets.data(), int(ctx_.vocab_start), target.data(), int(N), int(Vl));
   tp.all_reduce_sum(target.data(), N);
+  mb.softmax.reset(mem, A, N * Vl);
+  for (long r = 0; r < N; ++r) {
+    const double max = row_max[r], inv_sum = 1.0 / double(row_sumexp[r]);
+    for (long v = 0; v < Vl; ++v) mb.softmax[r * Vl + v] = T(std::exp(double(logits[r * Vl + v]) - max) * inv_sum);
+  }
   double loss = 0;
-  for (long r = 0; r < N; ++r) loss += std::log(double(mb.row_sumexp[r])) + mb.row_max[r] - target[r];
+  for (long r = 0; r < N; ++r) loss += std::log(double(row_sumexp[r])) + row_max[r] - target[r];
   return ctx_.groups->me.tp == 0 ? loss : 0.0;  // every TP rank holds the same loss; count it once
 }
 
@@ -342,19 +358,33 @@ void ModelRuntime<T>::head_backward(MicroBatchState& mb, T* dx) {
   const auto Bf = MemoryCategory::Buffers;
   TrackedBuffer<T> dlogits(mem, Bf, N * Vl), dfull(mem, Bf, N * H), dnormed(mem, Bf, Nr * H);
   {
+    // d loss / d logit = (softmax - onehot(target)) / tokens of the global batch.
     ScopedOpTimer timer(*ctx_.backend, "cross_entropy_backward");
     const T dloss = T(1.0 / (double(work_.global_batch) * double(work_.seq)));
-    cross_entropy_backward_ref(mb.logits.data(), mb.row_max.data(), mb.row_sumexp.data(), mb.targets.data(),
-                               int(ctx_.vocab_start), dloss, dlogits.data(), int(N), int(Vl));
+    for (long r = 0; r < N; ++r) {
+      for (long v = 0; v < Vl; ++v) dlogits[r * Vl + v] = mb.softmax[r * Vl + v] * dloss;
+      const long local = mb.targets[r] - ctx_.vocab_start;
+      if (local >= 0 && local < Vl) dlogits[r * Vl + local] -= dloss;
+    }
   }
+  mb.softmax.free();
   ParamGroup<T>* head = head_ ? head_.get() : embedding_.get();
   const int w = head_ ? head_w_ : embedding_w_;
-  head->acquire_weights();
-  head->acquire_grads();
-  ctx_.gemm("lm_head_gemm_backward", true, false, Vl, H, N, dlogits.data(), mb.head_full.data(), T(1), head->grad(w));
-  ctx_.gemm("lm_head_gemm_backward", false, false, N, H, Vl, dlogits.data(), head->weight(w), T(0), dfull.data());
-  head->release_grads(nullptr);
-  head->release_weights();
+  {
+    TrackedBuffer<T> full;
+    const T* head_full = mb.head_normed.data();
+    if (ctx_.sp) {
+      full.reset(mem, Bf, N * H);
+      ctx_.enter_tp_forward(mb.head_normed.data(), full.data());
+      head_full = full.data();
+    }
+    head->acquire_weights();
+    head->acquire_grads();
+    ctx_.gemm("lm_head_gemm_backward", true, false, Vl, H, N, dlogits.data(), head_full, T(1), head->grad(w));
+    ctx_.gemm("lm_head_gemm_backward", false, false, N, H, Vl, dlogits.data(), head->weight(w), T(0), dfull.data());
+    head->release_grads(nullptr);
+    head->release_weights();
+  }
   ctx_.enter_tp_backward(dfull.data(), dnormed.data());
   final_norm_->acquire_weights();
   final_norm_->acquire_grads();

@@ -37,7 +37,8 @@ void exchange_rows(const ExecContext& ctx, const T* send, const std::vector<long
 }  // namespace
 
 template <class T>
-void moe_forward(const ExecContext& ctx, long rows, const T* x, const MoeWeights<T>& w, T* out, MoeSaved<T>& saved) {
+void moe_forward(const ExecContext& ctx, long rows, const T* x, const MoeWeights<T>& w, T* out, MoeSaved<T>& saved,
+                 MemoryCategory saved_category) {
   const ExpertShape s = shape_of(ctx);
   const long H = s.hidden, F = s.ffn, assignments = rows * s.k;
   MemoryTracker* mem = ctx.memory();
@@ -47,7 +48,7 @@ void moe_forward(const ExecContext& ctx, long rows, const T* x, const MoeWeights
   saved.expert_index.assign(assignments, 0);
   saved.slot.assign(assignments, 0);
   saved.tokens_per_expert.assign(s.experts, 0);
-  saved.gate_weight.reset(mem, MemoryCategory::Activations, assignments);
+  saved.gate_weight.reset(mem, saved_category, assignments);
   {
     ScopedOpTimer timer(*ctx.backend, "moe_router_permute");
     topk_router_ref(logits.data(), int(rows), s.experts, s.k, saved.expert_index.data(), saved.gate_weight.data());
@@ -71,12 +72,12 @@ void moe_forward(const ExecContext& ctx, long rows, const T* x, const MoeWeights
     for (int j = 0; j < s.local_experts; ++j) saved.recv_rows[g] += saved.recv_expert_rows[g * s.local_experts + j];
     received += saved.recv_rows[g];
   }
-  saved.expert_in.reset(mem, MemoryCategory::Activations, received * H);
+  saved.expert_in.reset(mem, saved_category, received * H);
   exchange_rows(ctx, permuted.data(), saved.send_rows, saved.expert_in.data(), saved.recv_rows, "ep_dispatch");
   // Experts, block by block: rows from peer g for local expert j.
-  saved.expert_gate.reset(mem, MemoryCategory::Activations, received * F);
-  if (s.swiglu) saved.expert_up.reset(mem, MemoryCategory::Activations, received * F);
-  saved.expert_act.reset(mem, MemoryCategory::Activations, received * F);
+  saved.expert_gate.reset(mem, saved_category, received * F);
+  if (s.swiglu) saved.expert_up.reset(mem, saved_category, received * F);
+  saved.expert_act.reset(mem, saved_category, received * F);
   TrackedBuffer<T> expert_out(mem, MemoryCategory::Buffers, received * H);
   long row = 0;
   for (int g = 0; g < s.ep; ++g) {
@@ -98,7 +99,7 @@ void moe_forward(const ExecContext& ctx, long rows, const T* x, const MoeWeights
       row += n;
     }
   }
-  saved.combined_rows.reset(mem, MemoryCategory::Activations, assignments * H);
+  saved.combined_rows.reset(mem, saved_category, assignments * H);
   exchange_rows(ctx, expert_out.data(), saved.recv_rows, saved.combined_rows.data(), saved.send_rows, "ep_combine");
   for (long t = 0; t < rows; ++t) {
     T* o = out + t * H;
@@ -174,9 +175,10 @@ void moe_backward(const ExecContext& ctx, long rows, const T* x, const T* dout, 
   ctx.gemm("moe_router_gemm_backward", false, true, rows, H, s.experts, dlogits.data(), w.router, T(1), dx);
 }
 
-template void moe_forward<float>(const ExecContext&, long, const float*, const MoeWeights<float>&, float*, MoeSaved<float>&);
+template void moe_forward<float>(const ExecContext&, long, const float*, const MoeWeights<float>&, float*, MoeSaved<float>&,
+                                 MemoryCategory);
 template void moe_forward<double>(const ExecContext&, long, const double*, const MoeWeights<double>&, double*,
-                                  MoeSaved<double>&);
+                                  MoeSaved<double>&, MemoryCategory);
 template void moe_backward<float>(const ExecContext&, long, const float*, const float*, const MoeWeights<float>&,
                                   const MoeGrads<float>&, MoeSaved<float>&, float*);
 template void moe_backward<double>(const ExecContext&, long, const double*, const double*, const MoeWeights<double>&,

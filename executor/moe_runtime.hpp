@@ -31,8 +31,10 @@ struct MoeSaved {
 };
 
 // x [rows, H] -> out [rows, H] (written). Saves what backward needs in `saved`.
+// `saved_category`: Activations, or Buffers when the layer is fully recomputed (dropped at once).
 template <class T>
-void moe_forward(const ExecContext& ctx, long rows, const T* x, const MoeWeights<T>& w, T* out, MoeSaved<T>& saved);
+void moe_forward(const ExecContext& ctx, long rows, const T* x, const MoeWeights<T>& w, T* out, MoeSaved<T>& saved,
+                 MemoryCategory saved_category = MemoryCategory::Activations);
 
 // dx is written; parameter gradients accumulate.
 template <class T>

@@ -9,7 +9,10 @@ namespace sixfold {
 std::vector<PipelineAction> pipeline_actions(Schedule schedule, int pp, int vpp, int stage, int micro_batches) {
   std::vector<PipelineAction> actions;
   const int M = micro_batches;
-  if (schedule == Schedule::GPipe || pp == 1) {
+  // One stage without interleaving runs forward then backward per micro-batch (Megatron's
+  // forward_backward_no_pipelining), except under GPipe, which holds every micro-batch.
+  if (pp == 1 && vpp == 1 && schedule != Schedule::GPipe) schedule = Schedule::OneFOneB;
+  if (schedule == Schedule::GPipe || (pp == 1 && vpp > 1)) {
     for (int v = 0; v < vpp; ++v)
       for (int m = 0; m < M; ++m) actions.push_back({true, m, v});
     for (int v = vpp - 1; v >= 0; --v)

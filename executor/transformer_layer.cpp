@@ -114,6 +114,14 @@ void TransformerLayer<T>::norm_backward(const ExecContext& ctx, int w, int b, co
 }
 
 template <class T>
+const T* TransformerLayer<T>::gathered(const ExecContext& ctx, const TrackedBuffer<T>& shard, TrackedBuffer<T>& full) const {
+  if (!ctx.sp) return shard.data();
+  full.reset(ctx.memory(), MemoryCategory::Buffers, ctx.rows * ctx.hidden);
+  ctx.enter_tp_forward(shard.data(), full.data());
+  return full.data();
+}
+
+template <class T>
 void TransformerLayer<T>::forward(const ExecContext& ctx, const T* x, T* out, LayerSaved<T>& s) {
   params_->acquire_weights();
   if (experts_) experts_->acquire_weights();
@@ -122,7 +130,6 @@ void TransformerLayer<T>::forward(const ExecContext& ctx, const T* x, T* out, La
   forward_impl(ctx, s, out);
   const Recompute policy = ctx.layout->recompute;
   if (policy == Recompute::Selective) {
-    s.attn_out.free();
     s.lse.free();
   } else if (policy == Recompute::Full) {
     TrackedBuffer<T> keep = std::move(s.x);
@@ -136,36 +143,40 @@ void TransformerLayer<T>::forward(const ExecContext& ctx, const T* x, T* out, La
 template <class T>
 void TransformerLayer<T>::forward_impl(const ExecContext& ctx, LayerSaved<T>& s, T* out) {
   MemoryTracker* mem = ctx.memory();
-  const auto A = MemoryCategory::Activations, Bf = MemoryCategory::Buffers;
+  const Recompute policy = ctx.layout->recompute;
+  // Tensors that outlive the forward are activations; those the recompute policy drops (all but
+  // the input under full, the log-sum-exp under selective) are transient buffers.
+  const auto Bf = MemoryCategory::Buffers;
+  const auto A = policy == Recompute::Full ? Bf : MemoryCategory::Activations;
+  const auto core = policy == Recompute::None ? MemoryCategory::Activations : Bf;
   const long H = ctx.hidden, N = ctx.rows, Nr = ctx.rows_residual, d = ctx.head_dim;
   const long hl = ctx.heads_local, kvl = ctx.kv_heads_local;
   s.complete = true;
   // Attention block.
-  TrackedBuffer<T> n1(mem, Bf, Nr * H);
   s.norm1_mean.reset(mem, A, layernorm_ ? Nr : 0);
   s.norm1_rstd.reset(mem, A, Nr);
-  norm_forward(ctx, norm1_w_, norm1_b_, s.x.data(), n1.data(), s.norm1_mean.data(), s.norm1_rstd.data(), Nr);
-  s.attn_in.reset(mem, A, N * H);
-  ctx.enter_tp_forward(n1.data(), s.attn_in.data());
-  n1.free();
-  TrackedBuffer<T> pre(mem, Bf, N * hl * d);
-  s.q.reset(mem, A, N * hl * d);
-  s.k.reset(mem, A, N * kvl * d);
-  s.v.reset(mem, A, N * kvl * d);
-  ctx.gemm("qkv_gemm", false, false, N, hl * d, H, s.attn_in.data(), params_->weight(wq_), T(0), pre.data());
+  s.n1.reset(mem, A, Nr * H);
+  norm_forward(ctx, norm1_w_, norm1_b_, s.x.data(), s.n1.data(), s.norm1_mean.data(), s.norm1_rstd.data(), Nr);
   {
-    ScopedOpTimer timer(*ctx.backend, "rope_forward");
-    rope_forward_ref(pre.data(), s.q.data(), ctx.positions.data(), int(N), int(hl), int(d), ctx.rotary_dim, ctx.rope_theta);
+    TrackedBuffer<T> full, pre(mem, Bf, N * hl * d);
+    const T* attn_in = gathered(ctx, s.n1, full);
+    s.q.reset(mem, A, N * hl * d);
+    s.k.reset(mem, A, N * kvl * d);
+    s.v.reset(mem, A, N * kvl * d);
+    ctx.gemm("qkv_gemm", false, false, N, hl * d, H, attn_in, params_->weight(wq_), T(0), pre.data());
+    {
+      ScopedOpTimer timer(*ctx.backend, "rope_forward");
+      rope_forward_ref(pre.data(), s.q.data(), ctx.positions.data(), int(N), int(hl), int(d), ctx.rotary_dim, ctx.rope_theta);
+    }
+    ctx.gemm("qkv_gemm", false, false, N, kvl * d, H, attn_in, params_->weight(wk_), T(0), pre.data());
+    {
+      ScopedOpTimer timer(*ctx.backend, "rope_forward");
+      rope_forward_ref(pre.data(), s.k.data(), ctx.positions.data(), int(N), int(kvl), int(d), ctx.rotary_dim, ctx.rope_theta);
+    }
+    ctx.gemm("qkv_gemm", false, false, N, kvl * d, H, attn_in, params_->weight(wv_), T(0), s.v.data());
   }
-  ctx.gemm("qkv_gemm", false, false, N, kvl * d, H, s.attn_in.data(), params_->weight(wk_), T(0), pre.data());
-  {
-    ScopedOpTimer timer(*ctx.backend, "rope_forward");
-    rope_forward_ref(pre.data(), s.k.data(), ctx.positions.data(), int(N), int(kvl), int(d), ctx.rotary_dim, ctx.rope_theta);
-  }
-  pre.free();
-  ctx.gemm("qkv_gemm", false, false, N, kvl * d, H, s.attn_in.data(), params_->weight(wv_), T(0), s.v.data());
   s.attn_out.reset(mem, A, N * hl * d);
-  s.lse.reset(mem, A, long(ctx.micro_batch) * hl * ctx.seq_local);
+  s.lse.reset(mem, core, long(ctx.micro_batch) * hl * ctx.seq_local);
   ring_attention_forward(ctx, s.q.data(), s.k.data(), s.v.data(), s.attn_out.data(), s.lse.data());
   TrackedBuffer<T> partial(mem, Bf, N * H);
   ctx.gemm("attn_out_gemm", false, false, N, H, hl * d, s.attn_out.data(), params_->weight(wo_), T(0), partial.data());
@@ -173,26 +184,27 @@ void TransformerLayer<T>::forward_impl(const ExecContext& ctx, LayerSaved<T>& s,
   ctx.exit_tp_forward(partial.data(), s.h.data());
   add_into(s.h.data(), s.x.data(), Nr * H);
   // FFN block.
-  s.norm2_out.reset(mem, moe_ ? A : Bf, Nr * H);
+  s.norm2_out.reset(mem, A, Nr * H);
   s.norm2_mean.reset(mem, A, layernorm_ ? Nr : 0);
   s.norm2_rstd.reset(mem, A, Nr);
   norm_forward(ctx, norm2_w_, norm2_b_, s.h.data(), s.norm2_out.data(), s.norm2_mean.data(), s.norm2_rstd.data(), Nr);
   if (moe_) {
-    moe_forward(ctx, Nr, s.norm2_out.data(), moe_weights(), out, s.moe);
+    moe_forward(ctx, Nr, s.norm2_out.data(), moe_weights(), out, s.moe, A);
   } else {
     const long Fl = ctx.ffn_local;
-    s.mlp_in.reset(mem, A, N * H);
-    ctx.enter_tp_forward(s.norm2_out.data(), s.mlp_in.data());
-    s.norm2_out.free();
+    TrackedBuffer<T> full;
+    const T* mlp_in = gathered(ctx, s.norm2_out, full);
     s.gate.reset(mem, A, N * Fl);
     s.act.reset(mem, A, N * Fl);
-    ctx.gemm("mlp_up_gemm", false, false, N, Fl, H, s.mlp_in.data(), params_->weight(w_gate_), T(0), s.gate.data());
+    ctx.gemm("mlp_up_gemm", false, false, N, Fl, H, mlp_in, params_->weight(w_gate_), T(0), s.gate.data());
     if (swiglu_) {
       s.up.reset(mem, A, N * Fl);
-      ctx.gemm("mlp_up_gemm", false, false, N, Fl, H, s.mlp_in.data(), params_->weight(w_up_), T(0), s.up.data());
+      ctx.gemm("mlp_up_gemm", false, false, N, Fl, H, mlp_in, params_->weight(w_up_), T(0), s.up.data());
+      full.free();
       ScopedOpTimer timer(*ctx.backend, "activation_forward");
       swiglu_forward_ref(s.gate.data(), s.up.data(), s.act.data(), N * Fl);
     } else {
+      full.free();
       ScopedOpTimer timer(*ctx.backend, "activation_forward");
       gelu_forward_ref(s.gate.data(), s.act.data(), N * Fl);
     }
@@ -214,11 +226,11 @@ void TransformerLayer<T>::backward(const ExecContext& ctx, const T* dout, T* dx,
     ScopedOpTimer timer(*ctx.backend, "recompute_forward");
     TrackedBuffer<T> discard(mem, Bf, Nr * H);
     forward_impl(ctx, s, discard.data());
-  } else if (s.attn_out.empty()) {  // selective recompute of the core attention
+  } else if (s.lse.empty()) {  // selective recompute of the core attention (its output is saved)
     ScopedOpTimer timer(*ctx.backend, "recompute_attention");
-    s.attn_out.reset(mem, MemoryCategory::Activations, N * hl * d);
-    s.lse.reset(mem, MemoryCategory::Activations, long(ctx.micro_batch) * hl * ctx.seq_local);
-    ring_attention_forward(ctx, s.q.data(), s.k.data(), s.v.data(), s.attn_out.data(), s.lse.data());
+    TrackedBuffer<T> out_again(mem, Bf, N * hl * d);
+    s.lse.reset(mem, Bf, long(ctx.micro_batch) * hl * ctx.seq_local);
+    ring_attention_forward(ctx, s.q.data(), s.k.data(), s.v.data(), out_again.data(), s.lse.data());
   }
   params_->acquire_grads();
   if (experts_) experts_->acquire_grads();
@@ -237,12 +249,15 @@ void TransformerLayer<T>::backward(const ExecContext& ctx, const T* dout, T* dx,
       if (swiglu_) swiglu_backward_ref(dact.data(), s.gate.data(), s.up.data(), dgate.data(), dup.data(), N * Fl);
       else gelu_backward_ref(dact.data(), s.gate.data(), dgate.data(), N * Fl);
     }
-    ctx.gemm("mlp_up_gemm_backward", true, false, H, Fl, N, s.mlp_in.data(), dgate.data(), T(1), params_->grad(w_gate_));
+    TrackedBuffer<T> full;
+    const T* mlp_in = gathered(ctx, s.norm2_out, full);
+    ctx.gemm("mlp_up_gemm_backward", true, false, H, Fl, N, mlp_in, dgate.data(), T(1), params_->grad(w_gate_));
     ctx.gemm("mlp_up_gemm_backward", false, true, N, H, Fl, dgate.data(), params_->weight(w_gate_), T(0), dfull.data());
     if (swiglu_) {
-      ctx.gemm("mlp_up_gemm_backward", true, false, H, Fl, N, s.mlp_in.data(), dup.data(), T(1), params_->grad(w_up_));
+      ctx.gemm("mlp_up_gemm_backward", true, false, H, Fl, N, mlp_in, dup.data(), T(1), params_->grad(w_up_));
       ctx.gemm("mlp_up_gemm_backward", false, true, N, H, Fl, dup.data(), params_->weight(w_up_), T(1), dfull.data());
     }
+    full.free();
     ctx.enter_tp_backward(dfull.data(), dn2.data());
   }
   norm_backward(ctx, norm2_w_, norm2_b_, dn2.data(), s.h.data(), s.norm2_mean.data(), s.norm2_rstd.data(), dh.data(), Nr);
@@ -256,20 +271,23 @@ void TransformerLayer<T>::backward(const ExecContext& ctx, const T* dout, T* dx,
     ctx.gemm("attn_out_gemm_backward", true, false, hl * d, H, N, s.attn_out.data(), dfull.data(), T(1), params_->grad(wo_));
     ring_attention_backward(ctx, dattn.data(), s.q.data(), s.k.data(), s.v.data(), s.attn_out.data(), s.lse.data(),
                             dq.data(), dk.data(), dv.data());
+    TrackedBuffer<T> full;
+    const T* attn_in = gathered(ctx, s.n1, full);
     {
       ScopedOpTimer timer(*ctx.backend, "rope_backward");
       rope_backward_ref(dq.data(), dpre.data(), ctx.positions.data(), int(N), int(hl), int(d), ctx.rotary_dim, ctx.rope_theta);
     }
-    ctx.gemm("qkv_gemm_backward", true, false, H, hl * d, N, s.attn_in.data(), dpre.data(), T(1), params_->grad(wq_));
+    ctx.gemm("qkv_gemm_backward", true, false, H, hl * d, N, attn_in, dpre.data(), T(1), params_->grad(wq_));
     ctx.gemm("qkv_gemm_backward", false, true, N, H, hl * d, dpre.data(), params_->weight(wq_), T(0), dfull.data());
     {
       ScopedOpTimer timer(*ctx.backend, "rope_backward");
       rope_backward_ref(dk.data(), dpre.data(), ctx.positions.data(), int(N), int(kvl), int(d), ctx.rotary_dim, ctx.rope_theta);
     }
-    ctx.gemm("qkv_gemm_backward", true, false, H, kvl * d, N, s.attn_in.data(), dpre.data(), T(1), params_->grad(wk_));
+    ctx.gemm("qkv_gemm_backward", true, false, H, kvl * d, N, attn_in, dpre.data(), T(1), params_->grad(wk_));
     ctx.gemm("qkv_gemm_backward", false, true, N, H, kvl * d, dpre.data(), params_->weight(wk_), T(1), dfull.data());
-    ctx.gemm("qkv_gemm_backward", true, false, H, kvl * d, N, s.attn_in.data(), dv.data(), T(1), params_->grad(wv_));
+    ctx.gemm("qkv_gemm_backward", true, false, H, kvl * d, N, attn_in, dv.data(), T(1), params_->grad(wv_));
     ctx.gemm("qkv_gemm_backward", false, true, N, H, kvl * d, dv.data(), params_->weight(wv_), T(1), dfull.data());
+    full.free();
     TrackedBuffer<T> dn1(mem, Bf, Nr * H);
     ctx.enter_tp_backward(dfull.data(), dn1.data());
     norm_backward(ctx, norm1_w_, norm1_b_, dn1.data(), s.x.data(), s.norm1_mean.data(), s.norm1_rstd.data(), dx, Nr);

@@ -5,9 +5,14 @@
 // with Megatron tensor parallelism (q/k/v and gate/up column-parallel, o and down row-parallel,
 // heads and FFN columns split over tp), sequence parallelism (norms on sequence shards) and
 // context parallelism (ring attention). Weights are stored [in, out] so that y = x W.
-// Recompute: none saves every activation; selective drops the attention output and its lse and
-// recomputes the core attention in backward (Korthikanti et al. 2022); full keeps only the layer
-// input and reruns the whole forward in backward.
+// Saved for backward as Megatron saves it (models/step_program.cpp is the spec): the layer input,
+// the norm outputs as sequence shards under SP (re-gathered in backward, as Megatron's
+// LinearWithGradAccumulationAndAsyncCommunication does), q, k, v, the attention output and its
+// fp32 log-sum-exp (not the probabilities), the residual, and gate, up and activation of the MLP.
+// Recompute: none saves all of these; selective drops the log-sum-exp and recomputes the core
+// attention in backward (q, k, v stay saved as the checkpoint's inputs and the attention output as
+// the output projection's input: Korthikanti et al. 2022, section 5); full keeps only the layer
+// input and reruns the whole forward in backward. What is recomputed lives in Buffers.
 #include <memory>
 #include <optional>
 
@@ -19,8 +24,9 @@ namespace sixfold {
 
 template <class T>
 struct LayerSaved {
-  TrackedBuffer<T> x, norm1_mean, norm1_rstd, attn_in, q, k, v, attn_out, lse, h, norm2_out, norm2_mean, norm2_rstd,
-      mlp_in, gate, up, act;
+  // n1, norm2_out: norm outputs [rows_residual, H] (the sequence shard under SP).
+  TrackedBuffer<T> x, norm1_mean, norm1_rstd, n1, q, k, v, attn_out, lse, h, norm2_out, norm2_mean, norm2_rstd, gate,
+      up, act;
   MoeSaved<T> moe;
   bool complete = false;  // false after full recompute dropped everything but x
 };
@@ -40,6 +46,8 @@ class TransformerLayer {
 
  private:
   void forward_impl(const ExecContext& ctx, LayerSaved<T>& s, T* out);
+  // Under SP the all-gather of a saved norm-output shard into `full` (Buffers); else the shard itself.
+  const T* gathered(const ExecContext& ctx, const TrackedBuffer<T>& shard, TrackedBuffer<T>& full) const;
   void norm_forward(const ExecContext& ctx, int w, int b, const T* in, T* out, T* mean, T* rstd, long rows);
   void norm_backward(const ExecContext& ctx, int w, int b, const T* dy, const T* x, const T* mean, const T* rstd,
                      T* dx, long rows);

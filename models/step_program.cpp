@@ -96,6 +96,7 @@ void tp_exit(std::vector<Op>& ops, const Dims& d, const char* ar_name, const cha
 // selective recompute (Korthikanti et al. 2022, section 5).
 struct CoreRange {
   size_t begin = 0, end = 0;
+  Bytes kept = 0;  // bytes saved by core ops that survive selective recompute (its checkpoint's inputs)
 };
 
 CoreRange add_attention(std::vector<Op>& ops, const ModelSpec& m, const Workload& w, const Dims& d) {
@@ -148,6 +149,10 @@ CoreRange add_attention(std::vector<Op>& ops, const ModelSpec& m, const Workload
     op.overlaps_previous = d.cp > 1;
     ops.push_back(op);
     core.end = ops.size();
+    // Selective recompute checkpoints the core attention: Q, K and V are the checkpoint's inputs
+    // and stay saved; only the log-sum-exp is dropped (Megatron's CheckpointWithoutOutput of
+    // core_attention; the unfused path below keeps them outside the core likewise).
+    core.kept = qkv_saved;
   } else {
     // Unfused: scores (b*heads x s/cp x s), softmax, dropout, values. Korthikanti et al. Table 2:
     // Q,K saved by the score GEMM, the softmax output (2 B), the dropout mask (1 B), and the
@@ -203,7 +208,9 @@ void add_moe_mlp(std::vector<Op>& ops, const ModelSpec& m, const Dims& d) {
   const Count Tm = d.tokens / d.tp;
   const int k = m.moe.top_k;
   ops.push_back(with_saved(memory("mlp_norm", OpClass::Norm, Bytes(2 * Tm * h * a)), Bytes(Tm * h * a)));
-  ops.push_back(with_saved(gemm("router", OpClass::Router, Tm, m.moe.num_experts, h), Bytes(Tm * m.moe.num_experts * 4)));
+  // The router GEMM saves its input for the weight gradient and the fp32 routing probabilities.
+  ops.push_back(with_saved(gemm("router", OpClass::Router, Tm, m.moe.num_experts, h),
+                           Bytes(Tm * h * a) + Bytes(Tm * m.moe.num_experts * 4)));
   ops.push_back(memory("moe_permute", OpClass::Permute, Bytes(2 * Tm * k * h * a)));
   if (d.ep > 1) ops.push_back(collective("ep_dispatch", Group::EP, Collective::AllToAll, Bytes(Tm * k * h * a), d.ep));
   // Tokens reaching this rank's experts: balanced routing, padded up to the capacity factor.
@@ -214,7 +221,11 @@ void add_moe_mlp(std::vector<Op>& ops, const ModelSpec& m, const Dims& d) {
   add_mlp_body(ops, m, d, expert_tokens, m.moe.expert_ffn / d.etp, expert_tokens, local_experts, "expert_up", "expert_act", "expert_down");
   if (d.etp > 1) ops.push_back(collective("etp_reducescatter", Group::ExpertTensor, Collective::ReduceScatter, Bytes(expert_tokens * h * a), d.etp));
   if (d.ep > 1) ops.push_back(collective("ep_combine", Group::EP, Collective::AllToAll, Bytes(Tm * k * h * a), d.ep));
-  ops.push_back(with_saved(memory("moe_unpermute", OpClass::Permute, Bytes(2 * Tm * k * h * a)), Bytes(Tm * k * 4)));
+  // Unpermute weights each expert output by its routing probability: the gradient of the
+  // probabilities needs those outputs, so they are saved with the probabilities (Megatron-Core's
+  // moe_utils.unpermute multiplies permuted_tokens by probs under autograd).
+  ops.push_back(with_saved(memory("moe_unpermute", OpClass::Permute, Bytes(2 * Tm * k * h * a)),
+                           Bytes(Tm * k * h * a) + Bytes(Tm * k * 4)));
   if (m.moe.shared_experts > 0) {
     const Count shared_ffn = (m.moe.shared_expert_ffn > 0 ? m.moe.shared_expert_ffn : m.moe.expert_ffn) * m.moe.shared_experts;
     // Shared experts are TP-sharded like a dense MLP: all tokens, ffn/tp on each rank.
@@ -285,7 +296,7 @@ LayerProgram make_layer(const ModelSpec& m, const Layout& l, const Workload& w, 
       lp.saved = all_saved;
       break;
     case Recompute::Selective:
-      lp.saved = all_saved - core_saved;
+      lp.saved = all_saved - core_saved + core.kept;
       for (size_t i = core.begin; i < core.end; ++i) {
         Op r = lp.forward[i];
         r.saved = 0;

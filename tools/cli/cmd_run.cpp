@@ -2,6 +2,7 @@
 // and report measured against predicted: memory by category per rank, step time, op times.
 #include <cstdio>
 #include <iostream>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -15,7 +16,7 @@ namespace {
 
 struct RunCommand {
   ScenarioFlags flags;
-  std::string backend = "cpu", precision = "float32";
+  std::string backend = "cpu", precision = "float32", cpu_profile;
   int steps = 10;
   double timeout_s = 120;
   bool json = false;
@@ -38,6 +39,9 @@ struct RunCommand {
     cpu_work.dtype = Dtype::FP32;
     const StepProgram prog = expand_step_program(s.model, s.layout, cpu_work);
     const auto predicted = predict_memory(s.model, s.hardware, cpu_work, s.layout, prog);
+    // Step time predicted with a calibrated profile of the CPU ranks (sixfold calibrate --backend cpu).
+    std::optional<Prediction> timed;
+    if (!cpu_profile.empty()) timed = predict(s.model, load_hardware(cpu_profile), cpu_work, s.layout);
     // World rank -> pipeline stage under Megatron's order (tp fastest, then cp, dp, pp).
     auto stage_of = [&](int rank) { return rank / (s.layout.tp * s.layout.cp * s.layout.dp); };
 
@@ -47,6 +51,12 @@ struct RunCommand {
       j["losses"] = rep.losses;
       j["step_time_s"] = rep.step_time;
       j["tokens_per_s"] = rep.tokens_per_second;
+      if (timed) {
+        j["predicted_step_time_s"] = timed->step_time;
+        nlohmann::ordered_json parts;
+        for (const auto& [name, t] : timed->time.components()) parts[name] = t;
+        j["predicted_time"] = parts;
+      }
       nlohmann::ordered_json ops;
       for (const auto& [name, t] : rep.op_times) ops[name] = {{"seconds", t.total}, {"calls", t.calls}};
       j["op_times"] = ops;
@@ -71,7 +81,15 @@ struct RunCommand {
     for (size_t i = 0; i < rep.losses.size(); ++i)
       std::printf("step %3zu | loss %.6f | %8.2f ms\n", i + 1, rep.losses[i],
                   i < rep.step_times.size() ? rep.step_times[i] * 1e3 : 0.0);
-    std::printf("median step %.2f ms | %.0f tokens/s\n\n", rep.step_time * 1e3, rep.tokens_per_second);
+    std::printf("median step %.2f ms | %.0f tokens/s\n", rep.step_time * 1e3, rep.tokens_per_second);
+    if (timed) {
+      std::printf("predicted step %.2f ms with %s (%+.1f%% vs measured):", timed->step_time * 1e3, cpu_profile.c_str(),
+                  100.0 * (timed->step_time - rep.step_time) / rep.step_time);
+      for (const auto& [name, t] : timed->time.components())
+        if (t > 0 && name != "step") std::printf(" %s %.2f ms", name.c_str(), t * 1e3);
+      std::printf("\n");
+    }
+    std::printf("\n");
     std::printf("%-5s %-12s %14s %14s %9s\n", "rank", "memory", "measured B", "predicted B", "diff");
     for (size_t r = 0; r < rep.memory_per_rank.size(); ++r) {
       const auto& m = rep.memory_per_rank[r];
@@ -87,7 +105,9 @@ struct RunCommand {
     }
     std::printf("\nop times (rank 0, all steps):\n");
     for (const auto& [name, t] : rep.op_times) std::printf("  %-28s %10.3f ms %8ld calls\n", name.c_str(), t.total * 1e3, t.calls);
-    std::printf("(time is not yet predicted for CPU ranks: no CPU hardware profile has been calibrated)\n");
+    if (!timed)
+      std::printf("(give --cpu-profile configs/hardware/cpu-dev.yaml, or a profile from `sixfold calibrate --backend cpu`, "
+                  "to predict the step time)\n");
     return 0;
   }
 };
@@ -99,6 +119,8 @@ Registrar reg("run", "execute a plan on this launch's ranks (CPU over MPI) and c
   app.add_option("--steps", cmd->steps, "training steps (default 10)");
   app.add_option("--precision", cmd->precision, "float32 (default) or float64 (CPU backend)");
   app.add_option("--timeout", cmd->timeout_s, "seconds any one communication may take before the run fails (default 120)");
+  app.add_option("--cpu-profile", cmd->cpu_profile,
+                 "hardware profile of the CPU ranks (name or YAML path, e.g. cpu-dev) to predict the step time with");
   app.add_flag("--json", cmd->json, "machine-readable report");
   return Action([cmd] { return cmd->run(); });
 });
