@@ -155,6 +155,7 @@ PlanResult plan(const PlanRequest& rq) {
   std::sort(res.ranked.begin(), res.ranked.end(), candidate_better);
   std::sort(res.closest.begin(), res.closest.end(), closer);
   if (res.closest.size() > size_t(rq.closest_count)) res.closest.resize(size_t(rq.closest_count));
+  if (rq.refine > 0) refine_with_simulator(rq, res, rq.refine);
   return res;
 }
 

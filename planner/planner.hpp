@@ -1,7 +1,8 @@
 #pragma once
 // The planner: walks the search space, prunes by the memory budget before pricing time, ranks the
 // layouts that fit by predicted step time (ties: more memory headroom, then the simpler layout,
-// then a fixed order on the layout's fields), in parallel and deterministically.
+// then a fixed order on the layout's fields), in parallel and deterministically. Then the top few
+// are re-priced with the step simulator and re-ranked by simulated step time (planner/refine.cpp).
 #include <string>
 #include <vector>
 
@@ -19,6 +20,10 @@ namespace sixfold {
 inline constexpr double kDefaultMemoryReserve = 2.0 * 1024 * 1024 * 1024;
 Bytes default_memory_budget(const HardwareProfile& hw);
 
+// `sixfold plan --refine` default: eight covers the close calls (the closed form's top layouts
+// usually lie within a few percent of each other) for a few milliseconds of simulation each.
+inline constexpr int kDefaultRefine = 8;
+
 struct PlanRequest {
   ModelSpec model;
   HardwareProfile hardware;
@@ -28,12 +33,17 @@ struct PlanRequest {
   SearchOptions search;
   int threads = 0;          // 0: std::thread::hardware_concurrency()
   int closest_count = 5;    // infeasible requests: how many closest layouts to keep
+  // How many of the analytically best layouts to re-price with the step simulator and re-rank by
+  // simulated step time (0: off, the library's default so that `ranked` stays in closed-form
+  // order; `sixfold plan` turns it on with kDefaultRefine).
+  int refine = 0;
 };
 
 struct Candidate {
   Layout layout;
   Seconds step_time = 0;  // 0 for a candidate that does not fit (not priced)
   Bytes peak_memory = 0;
+  Seconds simulated_step_time = 0;  // the step simulator's, for the refined top candidates; else 0
 };
 
 struct PlanResult {
@@ -43,7 +53,8 @@ struct PlanResult {
   Count memory_checked = 0;  // layouts whose memory was predicted
   Count evaluated = 0;       // layouts priced for time (they fit the budget)
   PruneCounts pruned;        // constraint or reason -> count
-  std::vector<Candidate> ranked;   // every priced layout, best first
+  std::vector<Candidate> ranked;   // every priced layout, best first (the first `refined` by simulated time)
+  int refined = 0;                 // how many leading candidates the step simulator re-priced and re-ranked
   std::vector<Candidate> closest;  // when nothing fits: the layouts that need the least memory
   bool feasible() const { return !ranked.empty(); }
 };
@@ -52,6 +63,11 @@ struct PlanResult {
 bool candidate_better(const Candidate& a, const Candidate& b);
 
 PlanResult plan(const PlanRequest& request);
+
+// Re-prices the first `count` candidates of result.ranked with simulate_step and re-orders them by
+// simulated step time (ties: candidate_better); the rest keep their analytical order. Runs on
+// request.threads threads; the outcome does not depend on how many.
+void refine_with_simulator(const PlanRequest& request, PlanResult& result, int count);
 
 // Step time as predict() computes it, from an already expanded program (the planner's fast path;
 // a test holds it equal to predict()).

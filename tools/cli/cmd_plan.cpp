@@ -1,5 +1,6 @@
 // sixfold plan: search every layout for the GPUs, recommend the fastest that fits the memory
-// budget, say why the best of each other family loses, and export the plan.
+// budget, say why the best of each other family loses, and export the plan. The analytical ranking's
+// top --refine layouts are re-priced with the step simulator and re-ranked by simulated time.
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -19,7 +20,7 @@ namespace {
 struct PlanCommand {
   ScenarioFlags flags;
   std::string mem_budget, export_path, export_format, schedules;
-  int threads = 0, top = 5, max_tp = 0;
+  int threads = 0, top = 5, max_tp = 0, refine = kDefaultRefine;
   long long max_micro_batch = 64;
   bool json = false, explain = false;
 
@@ -31,6 +32,8 @@ struct PlanCommand {
     rq.gpus = s.gpus;
     rq.work = s.work;
     rq.threads = threads;
+    if (refine < 0) throw UsageError("--refine " + std::to_string(refine) + ": must be 0 (off) or a count of candidates");
+    rq.refine = refine;
     if (!mem_budget.empty()) rq.memory_budget = parse_size(mem_budget);
     rq.search.max_tp = max_tp;
     rq.search.max_micro_batch = max_micro_batch;
@@ -78,15 +81,19 @@ struct PlanCommand {
       out["hardware"] = s.hardware.name;
       out["gpus"] = s.gpus;
       out["memory_budget_bytes"] = res.budget;
+      out["refined"] = res.refined;
       nlohmann::ordered_json rec;
       rec["layout"] = layout_json(best.layout);
-      for (auto& [k, v] : prediction_json(p).items()) rec[k] = v;
+      const nlohmann::ordered_json predicted = prediction_json(p);  // items() must not outlive it
+      for (auto& [k, v] : predicted.items()) rec[k] = v;
+      if (best.simulated_step_time > 0) rec["simulated_step_time_s"] = best.simulated_step_time;
       out["recommended"] = rec;
       nlohmann::ordered_json cands = nlohmann::ordered_json::array();
       for (size_t i = 0; i < res.ranked.size() && i < size_t(top); ++i) {
         nlohmann::ordered_json c;
         c["layout"] = layout_json(res.ranked[i].layout);
         c["step_time_s"] = res.ranked[i].step_time;
+        if (res.ranked[i].simulated_step_time > 0) c["simulated_step_time_s"] = res.ranked[i].simulated_step_time;
         c["peak_memory_bytes"] = res.ranked[i].peak_memory;
         c["headroom_bytes"] = res.budget - res.ranked[i].peak_memory;
         cands.push_back(c);
@@ -112,18 +119,34 @@ struct PlanCommand {
       std::printf("memory budget %.2f GiB per GPU; %lld meshes, %lld layouts, %lld memory-checked, %lld priced\n",
                   res.budget / kGiB, (long long)res.meshes, (long long)res.enumerated, (long long)res.memory_checked,
                   (long long)res.evaluated);
+      if (res.refined > 0)
+        std::printf("refined with the step simulator (%d candidates): the analytical top %d re-ranked by simulated "
+                    "step time\n", res.refined, res.refined);
       if (pick > 0)
         std::cout << "note: the " << pick << " faster layout(s) cannot be exported to " << export_format << " ("
                   << skipped_reason << ")\n";
       std::cout << "\nrecommended: " << describe(best.layout) << " schedule=" << to_string(best.layout.schedule)
                 << " dp-overlap=" << to_string(best.layout.dp_overlap) << " (" << p.micro_batches << " micro-batches)\n";
       print_prediction(std::cout, p);
-      std::printf("\n%-4s %-72s %11s %10s %10s\n", "rank", "layout", "step", "peak GiB", "headroom");
+      if (best.simulated_step_time > 0)
+        std::cout << "simulated step time " << format_seconds(best.simulated_step_time) << " (closed form "
+                  << format_seconds(best.step_time) << ")\n";
+      if (res.refined > 0) {
+        std::printf("\n%-4s %-72s %11s %11s %10s %10s\n", "rank", "layout", "step", "simulated", "peak GiB", "headroom");
+      } else {
+        std::printf("\n%-4s %-72s %11s %10s %10s\n", "rank", "layout", "step", "peak GiB", "headroom");
+      }
       for (size_t i = 0; i < res.ranked.size() && i < size_t(top); ++i) {
         const Candidate& c = res.ranked[i];
         const std::string d = describe(c.layout) + " " + to_string(c.layout.schedule) + " " + to_string(c.layout.dp_overlap);
-        std::printf("%-4zu %-72s %11s %10.2f %10.2f\n", i + 1, d.c_str(), format_seconds(c.step_time).c_str(),
-                    c.peak_memory / kGiB, (res.budget - c.peak_memory) / kGiB);
+        if (res.refined > 0) {
+          const std::string sim = c.simulated_step_time > 0 ? format_seconds(c.simulated_step_time) : "-";
+          std::printf("%-4zu %-72s %11s %11s %10.2f %10.2f\n", i + 1, d.c_str(), format_seconds(c.step_time).c_str(),
+                      sim.c_str(), c.peak_memory / kGiB, (res.budget - c.peak_memory) / kGiB);
+        } else {
+          std::printf("%-4zu %-72s %11s %10.2f %10.2f\n", i + 1, d.c_str(), format_seconds(c.step_time).c_str(),
+                      c.peak_memory / kGiB, (res.budget - c.peak_memory) / kGiB);
+        }
       }
       std::cout << "\nwhy not another family:\n";
       for (const auto& f : families)
@@ -134,6 +157,9 @@ struct PlanCommand {
                   << " memory-checked, " << res.evaluated << " fit the budget and were priced\n  pruned:\n";
         for (const auto& [k, v] : res.pruned) std::printf("    %-60s %lld\n", k.c_str(), (long long)v);
         std::cout << "  ranking: step time, then headroom, then the simpler layout\n";
+        if (res.refined > 0)
+          std::cout << "  refinement: the top " << res.refined << " re-priced with the step simulator and re-ranked by "
+                    << "simulated step time\n";
       }
     }
     if (!export_path.empty()) {
@@ -180,6 +206,8 @@ Registrar reg("plan", "search every layout, recommend the fastest that fits, exp
   cmd->flags.add_to(app, false);
   app.add_option("--mem-budget", cmd->mem_budget, "memory per GPU a layout may use, e.g. 78GiB (default: capacity - 2 GiB)");
   app.add_option("--threads", cmd->threads, "search threads (default: all hardware threads)");
+  app.add_option("--refine", cmd->refine,
+                 "re-price the analytical top K with the step simulator and re-rank them (default 8; 0: off)");
   app.add_option("--top", cmd->top, "rows of the ranking table (default 5)");
   app.add_option("--max-tp", cmd->max_tp, "largest tensor-parallel size (default: GPUs per node)");
   app.add_option("--max-micro-batch", cmd->max_micro_batch, "largest micro-batch tried (powers of two; default 64)");

@@ -1,10 +1,12 @@
-// sixfold validate FILE.csv: score predictions against measured runs (../shared/validation format).
+// sixfold validate FILE.csv: score predictions against measured runs (../shared/validation format),
+// with the closed form (default) or, with --simulate, the step simulator.
 #include <cmath>
 #include <cstdio>
 #include <iostream>
 
 #include <nlohmann/json.hpp>
 
+#include "simulator/step_simulator.hpp"
 #include "simulator/validation.hpp"
 #include "tools/cli/command.hpp"
 
@@ -13,7 +15,9 @@ namespace {
 
 struct ValidateCommand {
   std::string file, cluster;
-  bool json = false, rank = false;
+  bool json = false, rank = false, simulate = false;
+
+  const char* predictor_name() const { return simulate ? "simulator" : "closed-form"; }
 
   int run() const {
     const CsvTable table = read_csv(file);
@@ -21,6 +25,7 @@ struct ValidateCommand {
       if (table.column(col) < 0) throw Error(file + ": missing column '" + col + "' (format: ../shared/validation/README.md)");
     ValidationOptions opt;
     opt.rank = rank;
+    if (simulate) opt.predictor = simulated_prediction;
     if (!cluster.empty()) {
       // Score every row as run on this cluster: its node size and network override the profile's.
       std::string cluster_hardware;
@@ -33,7 +38,14 @@ struct ValidateCommand {
     return 0;
   }
 
-  static void print_text(const ValidationReport& rep) {
+  // The step simulator's prediction of a row (no task list: only the times and memory are scored).
+  static Prediction simulated_prediction(const Scenario& s) {
+    const StepProgram program = expand_step_program(s.model, s.layout, s.work);
+    return simulate_step(s.model, s.hardware, s.work, s.layout, program, false).prediction;
+  }
+
+  void print_text(const ValidationReport& rep) const {
+    std::printf("predictor: %s\n", simulate ? "step simulator (sixfold simulate)" : "closed form (sixfold predict)");
     char line[512];
     std::printf("%-8s %-18s %-34s %-14s %12s %12s %9s\n", "id", "gpus x hardware", "layout", "metric", "measured", "predicted", "error");
     for (const auto& row : rep.rows) {
@@ -85,9 +97,10 @@ struct ValidateCommand {
     }
   }
 
-  static void print_json(const ValidationReport& rep) {
+  void print_json(const ValidationReport& rep) const {
     nlohmann::ordered_json j;
     j["source"] = rep.source;
+    j["predictor"] = predictor_name();
     j["rows_scored"] = rep.rows_scored;
     j["rows_skipped"] = rep.rows_skipped;
     j["skip_reasons"] = rep.skip_reasons;
@@ -136,6 +149,7 @@ Registrar reg("validate", "score predictions against measured runs (CSV, ../shar
   app.add_option("file", cmd->file, "CSV of measured runs")->required();
   app.add_flag("--json", cmd->json, "machine-readable output");
   app.add_option("--cluster", cmd->cluster, "cluster YAML whose node size and network apply to every row");
+  app.add_flag("--simulate", cmd->simulate, "price every row with the step simulator instead of the closed form");
   app.add_flag("--rank", cmd->rank, "score the ranking of layouts within groups of the same model, GPUs and batch");
   return Action([cmd] { return cmd->run(); });
 });

@@ -1,0 +1,87 @@
+// `sixfold validate --simulate`: the step simulator, plugged into validation as its predictor,
+// scores the measured runs of ../shared/validation at least as well as the closed form (iter_s
+// MAPE, 0.5 percentage points of tolerance), on vTrain's multi-node runs as run on their cluster
+// (configs/clusters/vtrain-a100.yaml, the CLI's --cluster) and on the published runs.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <string>
+
+#include "common/csv.hpp"
+#include "models/step_program.hpp"
+#include "simulator/step_simulator.hpp"
+#include "simulator/validation.hpp"
+
+using namespace sixfold;
+
+namespace {
+
+Prediction simulated(const Scenario& s) {
+  const StepProgram program = expand_step_program(s.model, s.layout, s.work);
+  return simulate_step(s.model, s.hardware, s.work, s.layout, program, false).prediction;
+}
+
+struct Pair {
+  ValidationReport closed, sim;
+};
+
+Pair score(const std::string& file, const std::string& cluster) {
+  const CsvTable table = read_csv(std::string(SIXFOLD_SHARED_DIR) + "/validation/" + file);
+  ValidationOptions opt;
+  if (!cluster.empty()) {
+    std::string hardware;
+    const ClusterOverrides overrides = load_cluster_overrides(cluster, &hardware);
+    opt.adjust_hardware = [overrides](HardwareProfile& hw) { apply_overrides(hw, overrides); };
+  }
+  Pair p;
+  p.closed = validate_runs(table, opt);
+  opt.predictor = simulated;
+  p.sim = validate_runs(table, opt);
+  return p;
+}
+
+void compare_iter_mape(const std::string& file, const Pair& p) {
+  REQUIRE(p.closed.metrics.count("iter_s"));
+  REQUIRE(p.sim.metrics.count("iter_s"));
+  const MetricSummary& c = p.closed.metrics.at("iter_s");
+  const MetricSummary& s = p.sim.metrics.at("iter_s");
+  MESSAGE(file << " iter_s MAPE: closed form " << c.mape_pct << "% (n " << c.n << ", worst " << c.worst_pct << "% "
+               << c.worst_id << "), simulator " << s.mape_pct << "% (n " << s.n << ", worst " << s.worst_pct << "% "
+               << s.worst_id << ")");
+  for (const auto& [metric, m] : p.sim.metrics)
+    MESSAGE("  " << metric << ": closed form " << p.closed.metrics.at(metric).mape_pct << "%, simulator " << m.mape_pct
+                 << "%");
+  // The same rows are scored either way: the simulator changes the price, not what can be priced.
+  CHECK(s.n == c.n);
+  CHECK(p.sim.rows_scored == p.closed.rows_scored);
+  CHECK(s.mape_pct <= c.mape_pct + 0.5);
+}
+
+}  // namespace
+
+TEST_CASE("validate --simulate: vTrain multi-node runs on the vtrain-a100 cluster, no worse than the closed form") {
+  const Pair p = score("vtrain_multi_node.csv", "vtrain-a100");
+  CHECK(p.closed.rows_scored >= 50);
+  compare_iter_mape("vtrain_multi_node.csv", p);
+}
+
+TEST_CASE("validate --simulate: published runs, no worse than the closed form") {
+  const Pair p = score("published_runs.csv", "");
+  compare_iter_mape("published_runs.csv", p);
+}
+
+TEST_CASE("validate --simulate: each row's prediction is the simulator's for the filled layout") {
+  const CsvTable table = read_csv(std::string(SIXFOLD_SHARED_DIR) + "/validation/vtrain_single_node.csv");
+  ValidationOptions opt;
+  opt.predictor = simulated;
+  const ValidationReport rep = validate_runs(table, opt);
+  int checked = 0;
+  for (const RowResult& row : rep.rows) {
+    if (!row.scored || !row.predicted.count("iter_s")) continue;
+    const Scenario& s = row.scenario;
+    const SimulationResult r = simulate_step(s.model, s.hardware, s.work, s.layout);
+    CHECK(row.predicted.at("iter_s") == doctest::Approx(r.step_time).epsilon(1e-12));
+    if (++checked == 10) break;
+  }
+  CHECK(checked > 0);
+}
