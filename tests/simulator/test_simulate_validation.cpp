@@ -5,6 +5,8 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <memory>
 #include <string>
 
 #include "common/csv.hpp"
@@ -57,7 +59,27 @@ void compare_iter_mape(const std::string& file, const Pair& p) {
   CHECK(s.mape_pct <= c.mape_pct + 0.5);
 }
 
+std::string run_command(const std::string& args) {
+  const std::string cmd = std::string(SIXFOLD_BINARY) + " " + args + " 2>&1";
+  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
+  REQUIRE(pipe);
+  std::string out;
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, pipe.get())) > 0;) out.append(buf, n);
+  return out;
+}
+
 }  // namespace
+
+TEST_CASE("sixfold validate --simulate says which predictor scored the rows") {
+  const std::string file = std::string(SIXFOLD_SHARED_DIR) + "/validation/vtrain_multi_node.csv --cluster vtrain-a100";
+  const std::string closed = run_command("validate " + file);
+  const std::string sim = run_command("validate " + file + " --simulate");
+  CHECK(closed.find("predictor: closed form") != std::string::npos);
+  CHECK(sim.find("predictor: step simulator") != std::string::npos);
+  CHECK(run_command("validate " + file + " --json").find("\"predictor\": \"closed-form\"") != std::string::npos);
+  CHECK(run_command("validate " + file + " --simulate --json").find("\"predictor\": \"simulator\"") != std::string::npos);
+}
 
 TEST_CASE("validate --simulate: vTrain multi-node runs on the vtrain-a100 cluster, no worse than the closed form") {
   const Pair p = score("vtrain_multi_node.csv", "vtrain-a100");
