@@ -161,9 +161,12 @@ std::vector<StageTime> stage_times(const ModelSpec& model, const HardwareProfile
       case 1: s.dp = reduce_exposed + param_gather; break;  // gather updated parameters after the step
       case 2: s.dp = double(m) * reduce_exposed + param_gather; break;  // DeepSpeed reduces every micro-batch
       case 3: {
-        const Seconds gather_f = overlap::exposed_param_gather(param_gather, f.compute, std::max(1, st.layers));
-        const Seconds gather_b = overlap::exposed_param_gather(param_gather, b.compute, std::max(1, st.layers));
-        s.dp = double(m) * (reduce_exposed + gather_f + gather_b);
+        const int layers = std::max(1, st.layers);
+        const Seconds gather_f = overlap::exposed_param_gather(param_gather, f.compute, layers);
+        // In the backward the parameter gathers and the gradient reduce-scatters share the same
+        // link, so they hide behind the backward together, not each on its own.
+        const Seconds backward = overlap::exposed_zero3_backward(l.dp_overlap, param_gather, grad_comm_chunked, window, layers);
+        s.dp = double(m) * (gather_f + backward);
         break;
       }
     }

@@ -38,6 +38,16 @@ inline Seconds exposed_param_gather(Seconds gather_total, Seconds compute, int l
   return first + std::max(0.0, gather_total - first - compute);
 }
 
+// ZeRO-3 backward: each layer's parameters are gathered again and its gradients reduce-scattered,
+// both on the data-parallel link. Without DP overlap the reductions wait for the backward's end
+// (only the prefetched gathers hide); with it, gathers and reductions stream behind the backward
+// together, one layer at a time.
+inline Seconds exposed_zero3_backward(DpOverlap mode, Seconds gather_total, Seconds reduce_total, Seconds backward,
+                                      int layers) {
+  if (mode == DpOverlap::None) return exposed_param_gather(gather_total, backward, layers) + reduce_total;
+  return exposed_grad_reduction(DpOverlap::PerLayer, gather_total + reduce_total, backward, std::max(1, layers));
+}
+
 // Host dispatch (framework + launch) per op adds to the GPU time of an op list. Measured runs of
 // Megatron-DeepSpeed (vTrain) fit an additive term better than max(GPU, host): 12.7% against 15.9%
 // held-out MAPE (bench/RESULTS.md); eager frameworks synchronise often enough that little hides.
