@@ -150,3 +150,21 @@ TEST_CASE("run refuses a plan of another schema version, an unknown backend and 
   CHECK(r.code == 2);
   CHECK(contains(r.output, "mpirun -np 2"));
 }
+
+TEST_CASE("plan --compare says where a given layout ranks and why it loses") {
+  Result r = sixfold("plan --model llama3-8b --hardware h100-sxm-80g --gpus 8 --seq 4096 --global-batch 64 "
+                     "--refine 0 --json --compare tp=8,zero=1 --compare tp=2,pp=2,vpp=4,zero=1");
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(r.output);
+  REQUIRE(j["compared"].size() == 2);
+  for (const auto& c : j["compared"]) {
+    CHECK(c["rank"].get<int>() >= 1);
+    CHECK(!c["why"].get<std::string>().empty());
+    CHECK(c["prediction"]["step_time_s"].get<double>() >= j["recommended"]["prediction"]["step_time_s"].get<double>());
+  }
+  r = sixfold("plan --model llama3-8b --hardware h100-sxm-80g --gpus 8 --compare tp=8,bogus=1");
+  CHECK(r.code == 2);
+  CHECK(contains(r.output, "unknown key 'bogus'"));
+  r = sixfold("plan --model llama3-8b --hardware h100-sxm-80g --gpus 8 --compare tp=3");
+  CHECK(r.code == 2);
+}

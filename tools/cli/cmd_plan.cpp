@@ -17,9 +17,58 @@
 namespace sixfold::cli {
 namespace {
 
+// "tp=8,pp=16,zero=1,sp,recompute=selective": a layout to hold against the recommendation. Keys
+// are the layout fields of a plan file (dp is derived from the GPUs when left out).
+Layout parse_layout_spec(const std::string& spec, int gpus) {
+  Layout l;
+  bool dp_given = false;
+  size_t start = 0;
+  while (start <= spec.size()) {
+    size_t end = spec.find(',', start);
+    if (end == std::string::npos) end = spec.size();
+    const std::string item = spec.substr(start, end - start);
+    start = end + 1;
+    if (item.empty()) continue;
+    const size_t eq = item.find('=');
+    const std::string key = item.substr(0, eq);
+    const std::string value = eq == std::string::npos ? "" : item.substr(eq + 1);
+    auto integer = [&] {
+      try {
+        size_t pos = 0;
+        const long v = std::stol(value, &pos);
+        if (pos != value.size()) throw std::invalid_argument(value);
+        return int(v);
+      } catch (const std::exception&) {
+        throw UsageError("--compare: '" + item + "' needs a whole number");
+      }
+    };
+    if (key == "dp") { l.dp = integer(); dp_given = true; }
+    else if (key == "tp") l.tp = integer();
+    else if (key == "pp") l.pp = integer();
+    else if (key == "vpp") { l.vpp = integer(); if (l.vpp > 1) l.schedule = Schedule::Interleaved; }
+    else if (key == "cp") l.cp = integer();
+    else if (key == "ep") l.ep = integer();
+    else if (key == "etp") l.etp = integer();
+    else if (key == "sp") l.sp = value.empty() || value == "1" || value == "true";
+    else if (key == "zero") l.zero = integer();
+    else if (key == "mbs" || key == "micro_batch") l.micro_batch = integer();
+    else if (key == "recompute") l.recompute = parse_recompute(value);
+    else if (key == "schedule") l.schedule = parse_schedule(value);
+    else if (key == "dp_overlap") l.dp_overlap = parse_dp_overlap(value);
+    else if (key == "first_stage_layers") l.first_stage_layers = integer();
+    else if (key == "last_stage_layers") l.last_stage_layers = integer();
+    else
+      throw UsageError("--compare: unknown key '" + key + "' (allowed: dp, tp, pp, vpp, cp, ep, etp, sp, zero, mbs, "
+                       "recompute, schedule, dp_overlap, first_stage_layers, last_stage_layers)");
+  }
+  if (!dp_given) l.dp = std::max(1, gpus / std::max(1, l.tp * l.pp * l.cp));
+  return l;
+}
+
 struct PlanCommand {
   ScenarioFlags flags;
   std::string mem_budget, export_path, export_format, schedules;
+  std::vector<std::string> compare;
   int threads = 0, top = 5, max_tp = 0, refine = kDefaultRefine;
   long long max_micro_batch = 64;
   bool json = false, explain = false;
@@ -75,6 +124,27 @@ struct PlanCommand {
     const Prediction p = predict(s.model, s.hardware, s.work, s.layout);
     const auto families = compare_families(rq, res, best);
 
+    // Layouts the user holds against the recommendation: where they rank and why they lose.
+    struct Compared {
+      Layout layout;
+      Prediction prediction;
+      size_t rank = 0;
+      bool fits = false;
+      std::string why;
+    };
+    std::vector<Compared> compared;
+    for (const auto& spec : compare) {
+      Compared c;
+      c.layout = parse_layout_spec(spec, s.gpus);
+      validate_layout(s.model, c.layout, s.work, s.gpus);
+      c.prediction = predict(s.model, s.hardware, s.work, c.layout);
+      c.fits = c.prediction.peak_memory <= res.budget;
+      c.rank = 1;
+      for (const auto& r : res.ranked) c.rank += r.step_time < c.prediction.step_time ? 1 : 0;
+      c.why = c.layout == best.layout ? "it is the recommended layout" : explain_difference(rq, best.layout, c.layout);
+      compared.push_back(std::move(c));
+    }
+
     if (json) {
       nlohmann::ordered_json out;
       out["model"] = s.model.name;
@@ -109,6 +179,17 @@ struct PlanCommand {
         fam.push_back(j);
       }
       out["families"] = fam;
+      nlohmann::ordered_json cmp = nlohmann::ordered_json::array();
+      for (const auto& c : compared) {
+        nlohmann::ordered_json j;
+        j["layout"] = layout_json(c.layout);
+        j["prediction"] = prediction_summary_json(c.prediction);
+        j["fits_budget"] = c.fits;
+        j["rank"] = c.rank;
+        j["why"] = c.why;
+        cmp.push_back(j);
+      }
+      if (!compared.empty()) out["compared"] = cmp;
       out["evaluated"] = res.evaluated;
       out["memory_checked"] = res.memory_checked;
       out["enumerated"] = res.enumerated;
@@ -151,6 +232,13 @@ struct PlanCommand {
       std::cout << "\nwhy not another family:\n";
       for (const auto& f : families)
         std::cout << "  " << f.family << ": " << (f.best ? describe(f.best->layout) + ": " : std::string()) << f.why << "\n";
+      if (!compared.empty()) std::cout << "\ncompared with the recommendation:\n";
+      for (const auto& c : compared) {
+        std::printf("  %s: step %s (%+.1f%%), peak %.2f GiB%s, would rank %zu of %zu: %s\n", describe(c.layout).c_str(),
+                    format_seconds(c.prediction.step_time).c_str(), 100.0 * (c.prediction.step_time / p.step_time - 1.0),
+                    c.prediction.peak_memory / kGiB, c.fits ? "" : " (over the budget)", c.rank, res.ranked.size(),
+                    c.why.c_str());
+      }
       if (explain) {
         std::cout << "\ndecision path:\n  " << res.meshes << " meshes (dp, tp, pp, cp, ep, etp, stage split) passed the "
                   << "structural constraints\n  " << res.enumerated << " layouts generated, " << res.memory_checked
@@ -214,6 +302,9 @@ Registrar reg("plan", "search every layout, recommend the fastest that fits, exp
   app.add_option("--schedules", cmd->schedules, "pipeline schedules to try, e.g. 1f1b,interleaved (default all)");
   app.add_flag("--explain", cmd->explain, "print the decision path: counts per constraint, families");
   app.add_flag("--json", cmd->json, "machine-readable output (docs/plan-schema.md)");
+  app.add_option("--compare", cmd->compare,
+                 "a layout to hold against the recommendation, e.g. tp=8,pp=16,zero=1,sp (repeatable): its step "
+                 "time, rank and why it loses");
   app.add_option("--export", cmd->export_path, "write the plan (or the --export-format) to this file");
   app.add_option("--export-format", cmd->export_format, "yaml | megatron | deepspeed | torchtitan (default yaml)");
   return Action([cmd] { return cmd->run(); });
