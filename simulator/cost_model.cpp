@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "simulator/op_list_cost.hpp"
 #include "simulator/overlap_rules.hpp"
 
 namespace sixfold {
@@ -32,71 +33,15 @@ StepFlops step_flops(const ModelSpec& m, const Workload& w, Recompute recompute)
   return f;
 }
 
-namespace {
-
-struct ListTime {
-  Seconds compute = 0, recompute = 0, tp = 0, cp = 0, ep = 0, weight_grad = 0, overhead = 0;
-  Seconds total() const { return compute + tp + cp + ep + overhead; }
-};
-
-// Critical-path time of an op list run once. Ops [0, recompute_ops) count as recompute.
-ListTime time_list(const std::vector<Op>& ops, size_t recompute_ops, const OpPricer& pricer, bool tp_overlap) {
-  ListTime t;
-  Seconds tp_raw = 0, gemms = 0, pending_ring = 0;
-  for (size_t i = 0; i < ops.size(); ++i) {
-    const Op& op = ops[i];
-    const Seconds dt = pricer.time(op);
-    switch (op.kind) {
-      case OpKind::Gemm:
-      case OpKind::Attention:
-      case OpKind::Memory:
-        t.compute += dt;
-        if (i < recompute_ops) t.recompute += dt;
-        if (op.kind == OpKind::Gemm) gemms += dt;
-        if (op.weight_grad) t.weight_grad += dt;
-        if (pending_ring > 0) {
-          t.cp += op.overlaps_previous ? overlap::exposed_cp(pending_ring, dt) : pending_ring;
-          pending_ring = 0;
-        }
-        break;
-      case OpKind::Collective:
-      case OpKind::PointToPoint:
-        if (op.group == Group::TP) tp_raw += dt;
-        else if (op.group == Group::CP) pending_ring += dt;
-        else t.ep += dt;  // EP and expert-TP
-        break;
-    }
-  }
-  t.cp += pending_ring;
-  t.tp = overlap::exposed_tp(tp_raw, gemms, tp_overlap);
-  // When the host cannot launch the ops as fast as the GPU runs them, the difference is
-  // dispatch overhead on the critical path.
-  const Seconds bound = overlap::dispatch_bound(t.total(), int(ops.size()), pricer.hardware().kernel_overhead);
-  t.overhead = bound - t.total();
-  return t;
-}
-
-void accumulate(ListTime& into, const ListTime& add, double times) {
-  into.compute += times * add.compute;
-  into.recompute += times * add.recompute;
-  into.tp += times * add.tp;
-  into.cp += times * add.cp;
-  into.ep += times * add.ep;
-  into.weight_grad += times * add.weight_grad;
-  into.overhead += times * add.overhead;
-}
-
-}  // namespace
-
 std::vector<StageTime> stage_times(const ModelSpec& model, const HardwareProfile& hw, const Workload& work,
                                    const Layout& l, const StepProgram& prog) {
   const OpPricer pricer(hw, l, work.dtype);
-  const ListTime dense_f = time_list(prog.dense_layer.forward, 0, pricer, l.tp_overlap);
-  const ListTime dense_b = time_list(prog.dense_layer.backward, prog.dense_layer.recompute_ops, pricer, l.tp_overlap);
-  ListTime moe_f, moe_b;
+  const OpListCost dense_f = price_op_list(prog.dense_layer.forward, 0, pricer, l.tp_overlap);
+  const OpListCost dense_b = price_op_list(prog.dense_layer.backward, prog.dense_layer.recompute_ops, pricer, l.tp_overlap);
+  OpListCost moe_f, moe_b;
   if (model.moe.enabled()) {
-    moe_f = time_list(prog.moe_layer.forward, 0, pricer, l.tp_overlap);
-    moe_b = time_list(prog.moe_layer.backward, prog.moe_layer.recompute_ops, pricer, l.tp_overlap);
+    moe_f = price_op_list(prog.moe_layer.forward, 0, pricer, l.tp_overlap);
+    moe_b = price_op_list(prog.moe_layer.backward, prog.moe_layer.recompute_ops, pricer, l.tp_overlap);
   }
   const StateBytes sb = state_bytes(work.dtype);
   const int v = l.virtual_stages();
@@ -109,28 +54,28 @@ std::vector<StageTime> stage_times(const ModelSpec& model, const HardwareProfile
 
   std::vector<StageTime> out;
   for (const StageProgram& st : prog.stages) {
-    ListTime f, b;
-    accumulate(f, dense_f, st.dense_layers);
-    accumulate(b, dense_b, st.dense_layers);
-    accumulate(f, moe_f, st.moe_layers);
-    accumulate(b, moe_b, st.moe_layers);
-    accumulate(f, time_list(st.pre_forward, 0, pricer, l.tp_overlap), 1);
-    accumulate(f, time_list(st.post_forward, 0, pricer, l.tp_overlap), 1);
-    accumulate(b, time_list(st.post_backward, 0, pricer, l.tp_overlap), 1);
-    accumulate(b, time_list(st.pre_backward, 0, pricer, l.tp_overlap), 1);
+    OpListCost f, b;
+    f.add(dense_f, st.dense_layers);
+    b.add(dense_b, st.dense_layers);
+    f.add(moe_f, st.moe_layers);
+    b.add(moe_b, st.moe_layers);
+    f.add(price_op_list(st.pre_forward, 0, pricer, l.tp_overlap), 1);
+    f.add(price_op_list(st.post_forward, 0, pricer, l.tp_overlap), 1);
+    b.add(price_op_list(st.post_backward, 0, pricer, l.tp_overlap), 1);
+    b.add(price_op_list(st.pre_backward, 0, pricer, l.tp_overlap), 1);
 
     StageTime s;
     // Pipeline sends: each virtual chunk boundary sends forward and receives the gradient back.
     const Seconds p2p = l.pp > 1 ? pricer.time(st.pp_send) : 0;
     const Seconds send_f = st.last ? 0 : v * p2p;
     const Seconds send_b = st.first ? 0 : v * p2p;
-    s.forward = f.total() + send_f;
-    s.backward = b.total() + send_b;
+    s.forward = f.duration() + send_f;
+    s.backward = b.duration() + send_b;
     s.compute = f.compute + b.compute;
     s.recompute = b.recompute;
     s.weight_grad = b.weight_grad;
-    s.tp = f.tp + b.tp;
-    s.cp = f.cp + b.cp;
+    s.tp = f.tp_exposed + b.tp_exposed;
+    s.cp = f.cp_exposed + b.cp_exposed;
     s.ep = f.ep + b.ep;
     s.pp = send_f + send_b;
     s.overhead = f.overhead + b.overhead;

@@ -8,6 +8,7 @@
 #include "simulator/collective_cost.hpp"
 #include "simulator/memory_model.hpp"
 #include "simulator/op_cost.hpp"
+#include "simulator/op_list_cost.hpp"
 #include "simulator/overlap_rules.hpp"
 #include "simulator/step_simulator.hpp"
 
@@ -15,66 +16,16 @@ namespace sixfold {
 
 namespace {
 
-enum class Part { All, WithoutWeightGrad, OnlyWeightGrad };
-
-// Critical-path cost of one pass over an op list. Ops [0, recompute_ops) are recompute.
-BlockCost price_list(const std::vector<Op>& ops, size_t recompute_ops, const OpPricer& pricer, bool tp_overlap,
-                     Part part) {
-  BlockCost c;
-  Seconds gemms = 0, pending_ring = 0;
-  int priced = 0;
-  for (size_t i = 0; i < ops.size(); ++i) {
-    const Op& op = ops[i];
-    const bool compute = op.kind == OpKind::Gemm || op.kind == OpKind::Attention || op.kind == OpKind::Memory;
-    if (part == Part::OnlyWeightGrad && !(compute && op.weight_grad)) continue;
-    if (part == Part::WithoutWeightGrad && compute && op.weight_grad) continue;
-    const Seconds dt = pricer.time(op);
-    ++priced;
-    if (compute) {
-      c.compute += dt;
-      if (i < recompute_ops) c.recompute += dt;
-      if (op.kind == OpKind::Gemm) gemms += dt;
-      if (pending_ring > 0) {
-        c.cp_exposed += op.overlaps_previous ? overlap::exposed_cp(pending_ring, dt) : pending_ring;
-        pending_ring = 0;
-      }
-    } else if (op.group == Group::TP) {
-      c.tp_raw += dt;
-    } else if (op.group == Group::CP) {
-      c.cp_raw += dt;
-      pending_ring += dt;
-    } else {
-      c.ep += dt;  // EP all-to-all and expert-TP collectives
-    }
-  }
-  c.cp_exposed += pending_ring;
-  c.tp_exposed = overlap::exposed_tp(c.tp_raw, gemms, tp_overlap);
-  const Seconds gpu = c.duration();
-  c.overhead = overlap::dispatch_bound(gpu, priced, pricer.hardware().kernel_overhead) - gpu;
-  return c;
-}
-
-void add_scaled(BlockCost& into, const BlockCost& add, double times) {
-  into.compute += times * add.compute;
-  into.recompute += times * add.recompute;
-  into.tp_raw += times * add.tp_raw;
-  into.tp_exposed += times * add.tp_exposed;
-  into.cp_raw += times * add.cp_raw;
-  into.cp_exposed += times * add.cp_exposed;
-  into.ep += times * add.ep;
-  into.overhead += times * add.overhead;
-}
-
 struct LayerCosts {
   BlockCost forward, backward, weight_grad;
 };
 
 LayerCosts price_layer(const LayerProgram& layer, const OpPricer& pricer, bool tp_overlap, bool split) {
   LayerCosts c;
-  c.forward = price_list(layer.forward, 0, pricer, tp_overlap, Part::All);
-  c.backward = price_list(layer.backward, layer.recompute_ops, pricer, tp_overlap,
-                          split ? Part::WithoutWeightGrad : Part::All);
-  if (split) c.weight_grad = price_list(layer.backward, 0, pricer, tp_overlap, Part::OnlyWeightGrad);
+  c.forward = price_op_list(layer.forward, 0, pricer, tp_overlap, OpSelection::All);
+  c.backward = price_op_list(layer.backward, layer.recompute_ops, pricer, tp_overlap,
+                          split ? OpSelection::WithoutWeightGrad : OpSelection::All);
+  if (split) c.weight_grad = price_op_list(layer.backward, 0, pricer, tp_overlap, OpSelection::OnlyWeightGrad);
   return c;
 }
 
@@ -142,25 +93,25 @@ PipelineInputs pipeline_inputs(const ModelSpec& model, const HardwareProfile& hw
       ChunkInputs ch;
       const double dense_layers = double(st.dense_layers) / v, moe_layers = double(st.moe_layers) / v;
       ch.layers = std::max(1, st.layers / v);
-      add_scaled(ch.forward, dense.forward, dense_layers);
-      add_scaled(ch.forward, moe.forward, moe_layers);
-      add_scaled(ch.backward, dense.backward, dense_layers);
-      add_scaled(ch.backward, moe.backward, moe_layers);
-      add_scaled(ch.weight_grad, dense.weight_grad, dense_layers);
-      add_scaled(ch.weight_grad, moe.weight_grad, moe_layers);
+      ch.forward.add(dense.forward, dense_layers);
+      ch.forward.add(moe.forward, moe_layers);
+      ch.backward.add(dense.backward, dense_layers);
+      ch.backward.add(moe.backward, moe_layers);
+      ch.weight_grad.add(dense.weight_grad, dense_layers);
+      ch.weight_grad.add(moe.weight_grad, moe_layers);
       Bytes saved = dense_layers * prog.dense_layer.saved + moe_layers * prog.moe_layer.saved;
       // The embedding runs in the first chunk of the first stage, the head and loss in the last
       // chunk of the last stage.
       if (c == 0) {
-        add_scaled(ch.forward, price_list(st.pre_forward, 0, pricer, l.tp_overlap, Part::All), 1);
-        add_scaled(ch.backward, price_list(st.pre_backward, 0, pricer, l.tp_overlap, split ? Part::WithoutWeightGrad : Part::All), 1);
-        if (split) add_scaled(ch.weight_grad, price_list(st.pre_backward, 0, pricer, l.tp_overlap, Part::OnlyWeightGrad), 1);
+        ch.forward.add(price_op_list(st.pre_forward, 0, pricer, l.tp_overlap, OpSelection::All), 1);
+        ch.backward.add(price_op_list(st.pre_backward, 0, pricer, l.tp_overlap, split ? OpSelection::WithoutWeightGrad : OpSelection::All), 1);
+        if (split) ch.weight_grad.add(price_op_list(st.pre_backward, 0, pricer, l.tp_overlap, OpSelection::OnlyWeightGrad), 1);
         saved += st.pre_saved;
       }
       if (c == v - 1) {
-        add_scaled(ch.forward, price_list(st.post_forward, 0, pricer, l.tp_overlap, Part::All), 1);
-        add_scaled(ch.backward, price_list(st.post_backward, 0, pricer, l.tp_overlap, split ? Part::WithoutWeightGrad : Part::All), 1);
-        if (split) add_scaled(ch.weight_grad, price_list(st.post_backward, 0, pricer, l.tp_overlap, Part::OnlyWeightGrad), 1);
+        ch.forward.add(price_op_list(st.post_forward, 0, pricer, l.tp_overlap, OpSelection::All), 1);
+        ch.backward.add(price_op_list(st.post_backward, 0, pricer, l.tp_overlap, split ? OpSelection::WithoutWeightGrad : OpSelection::All), 1);
+        if (split) ch.weight_grad.add(price_op_list(st.post_backward, 0, pricer, l.tp_overlap, OpSelection::OnlyWeightGrad), 1);
         saved += st.post_saved;
       }
       ch.activations = (1.0 + kFragmentation) * saved;

@@ -13,6 +13,7 @@
 
 #include "models/step_program.hpp"
 #include "simulator/cost_model.hpp"
+#include "simulator/op_list_cost.hpp"
 #include "simulator/event_simulator.hpp"
 #include "simulator/hardware_profile.hpp"
 #include "simulator/pipeline_schedule.hpp"
@@ -21,15 +22,8 @@ namespace sixfold {
 
 // One compute block: the ops of one virtual chunk for one micro-batch in one phase, on one rank.
 // Its duration is the critical path of that op list: compute plus what communication leaves exposed.
-struct BlockCost {
-  Seconds compute = 0;     // GEMMs, attention, memory-bound ops (recompute included)
-  Seconds recompute = 0;   // part of compute
-  Seconds tp_raw = 0, tp_exposed = 0;
-  Seconds cp_raw = 0, cp_exposed = 0;
-  Seconds ep = 0;          // EP all-to-all and expert-TP collectives, on the critical path
-  Seconds overhead = 0;    // host dispatch beyond the GPU time (overlap::dispatch_bound)
-  Seconds duration() const { return compute + tp_exposed + cp_exposed + ep + overhead; }
-};
+// One block's cost (a chunk's forward, backward or weight-gradient pass): see op_list_cost.hpp.
+using BlockCost = OpListCost;
 
 struct ChunkInputs {
   BlockCost forward;

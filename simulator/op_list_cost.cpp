@@ -1,0 +1,57 @@
+#include "simulator/op_list_cost.hpp"
+
+#include "simulator/overlap_rules.hpp"
+
+namespace sixfold {
+
+void OpListCost::add(const OpListCost& o, double times) {
+  compute += times * o.compute;
+  recompute += times * o.recompute;
+  weight_grad += times * o.weight_grad;
+  tp_raw += times * o.tp_raw;
+  tp_exposed += times * o.tp_exposed;
+  cp_raw += times * o.cp_raw;
+  cp_exposed += times * o.cp_exposed;
+  ep += times * o.ep;
+  overhead += times * o.overhead;
+}
+
+OpListCost price_op_list(const std::vector<Op>& ops, size_t recompute_ops, const OpPricer& pricer, bool tp_overlap,
+                         OpSelection selection) {
+  OpListCost c;
+  Seconds gemms = 0, pending_ring = 0;
+  int priced = 0;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const Op& op = ops[i];
+    const bool compute = op.kind == OpKind::Gemm || op.kind == OpKind::Attention || op.kind == OpKind::Memory;
+    if (selection == OpSelection::OnlyWeightGrad && !(compute && op.weight_grad)) continue;
+    if (selection == OpSelection::WithoutWeightGrad && compute && op.weight_grad) continue;
+    const Seconds dt = pricer.time(op);
+    ++priced;
+    if (compute) {
+      c.compute += dt;
+      if (i < recompute_ops) c.recompute += dt;
+      if (op.weight_grad) c.weight_grad += dt;
+      if (op.kind == OpKind::Gemm) gemms += dt;
+      // A CP ring exchange runs alongside the attention that follows it.
+      if (pending_ring > 0) {
+        c.cp_exposed += op.overlaps_previous ? overlap::exposed_cp(pending_ring, dt) : pending_ring;
+        pending_ring = 0;
+      }
+    } else if (op.group == Group::TP) {
+      c.tp_raw += dt;
+    } else if (op.group == Group::CP) {
+      c.cp_raw += dt;
+      pending_ring += dt;
+    } else {
+      c.ep += dt;
+    }
+  }
+  c.cp_exposed += pending_ring;
+  c.tp_exposed = overlap::exposed_tp(c.tp_raw, gemms, tp_overlap);
+  const Seconds gpu = c.duration();
+  c.overhead = overlap::dispatch_bound(gpu, priced, pricer.hardware().kernel_overhead) - gpu;
+  return c;
+}
+
+}  // namespace sixfold
