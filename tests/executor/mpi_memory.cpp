@@ -48,6 +48,10 @@ std::map<std::string, std::function<Case()>> cases() {
       {"pp2_full", with([](Case& c) { c.layout.pp = 2; c.layout.micro_batch = 1; c.layout.recompute = Recompute::Full; })},
       {"cp2", with([](Case& c) { c.layout.cp = 2; })},
       {"moe_ep2_dp2", with([](Case& c) { c.layout.dp = 2; c.layout.ep = 2; c.moe = true; })},
+      {"zero1_dp2", with([](Case& c) { c.layout.dp = 2; c.layout.zero = 1; })},
+      {"zero2_dp2", with([](Case& c) { c.layout.dp = 2; c.layout.zero = 2; })},
+      {"zero3_dp2_tp2", with([](Case& c) { c.layout.dp = 2; c.layout.tp = 2; c.layout.zero = 3; })},
+      {"zero3_moe_ep2_dp2", with([](Case& c) { c.layout.dp = 2; c.layout.ep = 2; c.layout.zero = 3; c.moe = true; })},
   };
 }
 
@@ -85,6 +89,19 @@ int main(int argc, char** argv) {
       std::printf("  rank %zu stage %zu: activations measured %.0f B, predicted %.0f B (%+.2f%%)%s\n", r,
                   r / ranks_per_stage, got, want, 100 * diff, pass ? "" : "  MISMATCH");
       ok = ok && pass;
+      // Model state is counted, not estimated: weights, gradients and optimizer state (fp32 Adam
+      // moments; no master copy in fp32 training) equal the cost model's bytes exactly.
+      const double states[3][2] = {
+          {run.memory_per_rank[r].peak_by_category[int(MemoryCategory::Weights)], p.weights},
+          {run.memory_per_rank[r].peak_by_category[int(MemoryCategory::Gradients)], p.gradients},
+          {run.memory_per_rank[r].peak_by_category[int(MemoryCategory::Optimizer)], p.optimizer_states + p.master_weights}};
+      const char* names[3] = {"weights", "gradients", "optimizer"};
+      for (int k = 0; k < 3; ++k) {
+        const bool exact = states[k][0] == states[k][1];
+        if (!exact)
+          std::printf("  rank %zu: %s measured %.0f B, predicted %.0f B  MISMATCH\n", r, names[k], states[k][0], states[k][1]);
+        ok = ok && exact;
+      }
     }
     return ok ? 0 : 1;
   } catch (const UsageError& e) {
