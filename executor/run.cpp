@@ -38,6 +38,9 @@ RunReport run_plan(const ModelSpec& model, const Layout& layout, const Workload&
   if (options.backend != "cpu")
     make_backend(options.backend, nullptr);  // throws the UsageError listing the known backends
   if (options.steps < 1) throw UsageError("--steps must be at least 1 (got " + std::to_string(options.steps) + ")");
+  if (layout.recompute == Recompute::SelectiveOp)
+    throw UsageError("the executor runs recompute none, selective or full; selective-op (torchtitan's op-level "
+                     "checkpointing) is priced by the cost model only");
   const int launched = launched_world_size();
   if (launched != layout.gpus())
     throw UsageError("the layout needs dp*tp*pp*cp = " + std::to_string(layout.gpus()) + " ranks (" + describe(layout) +

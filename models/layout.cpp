@@ -94,6 +94,7 @@ std::string to_string(Recompute r) {
   switch (r) {
     case Recompute::None: return "none";
     case Recompute::Selective: return "selective";
+    case Recompute::SelectiveOp: return "selective-op";
     case Recompute::Full: return "full";
   }
   return "?";
@@ -135,7 +136,8 @@ Dtype parse_dtype(const std::string& s) {
 }
 Recompute parse_recompute(const std::string& s) {
   static const std::pair<const char*, Recompute> t[] = {
-      {"none", Recompute::None}, {"selective", Recompute::Selective}, {"full", Recompute::Full}};
+      {"none", Recompute::None}, {"selective", Recompute::Selective}, {"selective-op", Recompute::SelectiveOp},
+      {"full", Recompute::Full}};
   return parse_enum(s, "recompute", t);
 }
 DpOverlap parse_dp_overlap(const std::string& s) {

@@ -11,7 +11,10 @@
 namespace sixfold {
 
 enum class Dtype { FP32, TF32, BF16, FP16, FP8 };
-enum class Recompute { None, Selective, Full };
+// Selective: Megatron's core-attention recompute (Korthikanti et al. 2022). SelectiveOp:
+// torchtitan's op-level selective checkpointing (every other matmul output and the attention
+// output saved, the rest recomputed). Full: only each layer's input saved.
+enum class Recompute { None, Selective, SelectiveOp, Full };
 // How DP gradients are reduced: after the whole backward (the seed's "DP naive"), one
 // non-blocking all-reduce per layer during backward ("DP interleaved"), or DDP-style buckets.
 enum class DpOverlap { None, PerLayer, Bucketed };

@@ -1,6 +1,7 @@
 #include "models/step_program.hpp"
 
 #include <algorithm>
+#include <string>
 
 namespace sixfold {
 
@@ -277,6 +278,58 @@ void add_backward(std::vector<Op>& out, const Op& f) {
   }
 }
 
+// torchtitan's op-level selective activation checkpointing (torchtitan
+// distributed/activation_checkpoint.py, "op" mode): inside each layer's checkpoint the outputs of
+// attention and of every other matmul (1st, 3rd, ...) are saved; everything else (norms, RoPE,
+// activations, the other matmuls) is recomputed in the backward. Fused GEMMs of the step program
+// count as the matmuls they fuse (q, k, v; gate and up).
+void select_op_checkpoint(LayerProgram& lp, const ModelSpec& m, const Dims& d, Bytes layer_input) {
+  const bool glu = m.activation == Activation::SwiGLU;
+  int mm = 0;
+  Bytes saved = layer_input, rematerialised = 0;
+  for (const Op& f : lp.forward) {
+    if (f.kind == OpKind::Attention || (f.kind == OpKind::Gemm && f.op_class == OpClass::Attention)) {
+      saved += Bytes(f.m * d.heads_rank * d.v_dim * d.act) + Bytes(f.m * d.heads_rank * 4);  // output + lse
+      continue;
+    }
+    if (f.kind == OpKind::Gemm) {
+      // Widths of the matmuls this GEMM fuses.
+      std::vector<Count> widths;
+      const std::string name = f.name;
+      if (name == "qkv_proj") {
+        const Count kv = Count(d.kv_heads_rank) * d.qk_dim;
+        widths = {f.n - 2 * kv, kv, kv};
+      } else if (glu && (name == "mlp_up" || name == "expert_up" || name == "shared_up")) {
+        widths = {f.n / 2, f.n / 2};
+      } else {
+        widths = {f.n};
+      }
+      Count recomputed_width = 0;
+      for (Count width : widths) {
+        const Bytes out = Bytes(f.m * width * f.batch * d.act);
+        if (mm++ % 2 == 0) saved += out;
+        else {
+          recomputed_width += width;
+          rematerialised += out;
+        }
+      }
+      if (recomputed_width > 0) {
+        Op r = gemm(f.name, f.op_class, f.m, recomputed_width, f.k, f.batch);
+        lp.backward.push_back(r);
+      }
+      continue;
+    }
+    if (f.kind == OpKind::Memory) {
+      Op r = f;
+      r.saved = 0;
+      lp.backward.push_back(r);
+      rematerialised += f.saved;
+    }
+  }
+  lp.saved = saved;
+  lp.recompute_workspace = rematerialised;
+}
+
 LayerProgram make_layer(const ModelSpec& m, const Layout& l, const Workload& w, const Dims& d, bool moe) {
   LayerProgram lp;
   lp.moe = moe;
@@ -302,6 +355,9 @@ LayerProgram make_layer(const ModelSpec& m, const Layout& l, const Workload& w, 
         r.saved = 0;
         lp.backward.push_back(r);
       }
+      break;
+    case Recompute::SelectiveOp:
+      select_op_checkpoint(lp, m, d, layer_input);
       break;
     case Recompute::Full:
       lp.saved = layer_input;

@@ -98,6 +98,8 @@ std::string export_megatron(const Scenario& s) {
     flag("--overlap-grad-reduce");
     flag("--ddp-bucket-size", n(static_cast<long long>(l.bucket_bytes / state_bytes(s.work.dtype).gradient)));
   }
+  if (l.recompute == Recompute::SelectiveOp)
+    refuse("Megatron-LM", "op-level selective checkpointing (Megatron recomputes core attention, a whole layer or none)");
   if (l.recompute == Recompute::Selective) flag("--recompute-granularity", "selective");
   if (l.recompute == Recompute::Full) {
     flag("--recompute-granularity", "full");
@@ -130,7 +132,7 @@ std::string export_deepspeed(const Scenario& s) {
                             "Megatron-DeepSpeed's TP need model code changes");
   if (l.dp_overlap == DpOverlap::PerLayer)
     refuse("DeepSpeed", "per-layer gradient reduction (DeepSpeed reduces in buckets of reduce_bucket_size)");
-  if (l.recompute == Recompute::Selective)
+  if (l.recompute == Recompute::Selective || l.recompute == Recompute::SelectiveOp)
     refuse("DeepSpeed", "selective recompute (DeepSpeed's activation checkpointing wraps whole layers)");
   if (s.work.dtype == Dtype::FP8) refuse("DeepSpeed", "fp8 (needs TransformerEngine in the model code)");
   nlohmann::ordered_json j;
@@ -193,8 +195,11 @@ std::string export_torchtitan(const Scenario& s) {
   }
   o << "enable_async_tensor_parallel = " << (l.tp_overlap ? "true" : "false") << "\n";
   o << "\n[activation_checkpoint]\n";
-  o << "mode = \"" << to_string(l.recompute) << "\"\n";
-  if (l.recompute == Recompute::Selective) o << "selective_ac_option = \"op\"\n";
+  if (l.recompute == Recompute::Selective)
+    refuse("torchtitan", "Megatron's core-attention recompute (torchtitan's selective modes are op-level or "
+                         "every n-th layer: use --recompute selective-op)");
+  o << "mode = \"" << (l.recompute == Recompute::SelectiveOp ? std::string("selective") : to_string(l.recompute)) << "\"\n";
+  if (l.recompute == Recompute::SelectiveOp) o << "selective_ac_option = \"op\"\n";
   o << "\n[training]\n";
   o << "seq_len = " << s.work.seq << "\n";
   o << "local_batch_size = " << l.micro_batch << "\n";

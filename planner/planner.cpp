@@ -66,7 +66,7 @@ void search_mesh(const PlanRequest& rq, Bytes budget, const Mesh& mesh, WorkerOu
     const auto vs = variants(rq.model, rq.work, mesh, b, o, out.pruned);
     if (vs.empty()) continue;
     // Per variant: whether the same layout with sp on exceeded the budget (indexed by recompute).
-    std::vector<std::vector<char>> sp_on_exceeds(3, std::vector<char>(vs.size(), 0));
+    std::vector<std::vector<char>> sp_on_exceeds(int(Recompute::Full) + 1, std::vector<char>(vs.size(), 0));
     for (bool sp : {true, false}) {
       std::vector<char> lighter_fits(vs.size(), 0);
       for (const ProgramKey& k : keys) {

@@ -21,7 +21,7 @@ struct SearchOptions {
   int max_tp = 0;                 // 0: the GPUs per node (TP stays inside NVLink)
   Count max_micro_batch = 64;     // micro-batch candidates are the powers of two up to this
   std::vector<int> zero_stages = {0, 1, 2, 3};
-  std::vector<Recompute> recompute = {Recompute::None, Recompute::Selective, Recompute::Full};
+  std::vector<Recompute> recompute = {Recompute::None, Recompute::Selective, Recompute::SelectiveOp, Recompute::Full};
   std::vector<DpOverlap> dp_overlap = {DpOverlap::None, DpOverlap::PerLayer, DpOverlap::Bucketed};
   std::vector<Schedule> schedules = {Schedule::OneFOneB, Schedule::Interleaved, Schedule::GPipe,
                                      Schedule::ZeroBubble};

@@ -30,6 +30,8 @@ StepFlops step_flops(const ModelSpec& m, const Workload& w, Recompute recompute)
   f.hardware = f.model;
   if (recompute == Recompute::Full) f.hardware += forward;
   else if (recompute == Recompute::Selective) f.hardware += double(w.global_batch) * attention_per_seq;
+  // Op-level selective recompute re-runs every other matmul of each layer: about half their FLOPs.
+  else if (recompute == Recompute::SelectiveOp) f.hardware += tokens * (matmul - double(m.vocab) * double(m.hidden));
   return f;
 }
 

@@ -87,9 +87,8 @@ std::vector<MemoryBreakdown> stage_memory(const ModelSpec& model, const Hardware
       const Count layer_params = std::max(prog.dense_layer.dense_params, prog.moe_layer.dense_params + prog.moe_layer.expert_params);
       mb.communication_buffers += 2.0 * sb.weight * double(layer_params);
     }
-    const Bytes recompute_set = l.recompute == Recompute::Full
-                                    ? std::max(prog.dense_layer.recompute_workspace, prog.moe_layer.recompute_workspace)
-                                    : 0;
+    // What the backward rematerialises of one layer at a time (full and op-level recompute).
+    const Bytes recompute_set = std::max(prog.dense_layer.recompute_workspace, prog.moe_layer.recompute_workspace);
     mb.workspace = hw.context_memory + recompute_set;
     mb.fragmentation = kFragmentation * (mb.activations + mb.moe_activations + mb.logits + recompute_set);
     out.push_back(mb);

@@ -28,7 +28,7 @@ long as_int(const CsvTable& t, size_t row, const std::string& col, long fallback
 }
 
 // The candidates a user would try for an unstated field, cheapest (fastest) first.
-const Recompute kRecomputeOrder[] = {Recompute::None, Recompute::Selective, Recompute::Full};
+const Recompute kRecomputeOrder[] = {Recompute::None, Recompute::Selective, Recompute::SelectiveOp, Recompute::Full};
 
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
@@ -164,6 +164,9 @@ ValidationReport validate_runs(const CsvTable& t, const ValidationOptions& opt) 
       std::vector<Recompute> recomputes;
       if (rc.empty() || rc == "unknown") recomputes.assign(std::begin(kRecomputeOrder), std::end(kRecomputeOrder));
       else recomputes.push_back(parse_recompute(rc));
+      // torchtitan's "selective" activation checkpointing is op-level (its default "op" option).
+      if (rc == "selective" && t.field(r, "source").find("torchtitan") != std::string::npos)
+        recomputes = {Recompute::SelectiveOp};
       std::vector<Count> micro_batches;
       if (s.layout.micro_batch > 0) micro_batches.push_back(s.layout.micro_batch);
       else
