@@ -168,3 +168,14 @@ TEST_CASE("plan --compare says where a given layout ranks and why it loses") {
   r = sixfold("plan --model llama3-8b --hardware h100-sxm-80g --gpus 8 --compare tp=3");
   CHECK(r.code == 2);
 }
+
+TEST_CASE("validate --rank: the layout ranked first is measured within 5% of each group's best on average") {
+  Result r = sixfold(std::string("validate ") + SIXFOLD_SHARED_DIR + "/validation/vtrain_single_node.csv --rank --json");
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(r.output)["ranking"];
+  CHECK(j["groups"].get<int>() == 144);
+  CHECK(j["per_group"].size() == 144);
+  CHECK(j["mean_regret_pct"].get<double>() <= 5.0);
+  CHECK(j["mean_spearman"].get<double>() > 0.5);
+  for (const auto& g : j["per_group"]) CHECK(g["regret_pct"].get<double>() >= 0.0);
+}

@@ -70,6 +70,9 @@ struct ValidateCommand {
       }
     }
     if (!rep.groups.empty()) {
+      std::printf("\n%-44s %8s %10s %9s\n", "ranking group (same model, GPUs, batch)", "layouts", "regret", "Spearman");
+      for (const auto& g : rep.groups)
+        std::printf("%-44s %8d %9.2f%% %9.3f\n", g.key.c_str(), g.layouts, g.regret_pct, g.spearman);
       double regret = 0, worst = 0, rho = 0;
       std::string worst_key;
       for (const auto& g : rep.groups) {
@@ -137,8 +140,11 @@ struct ValidateCommand {
         worst = std::max(worst, g.regret_pct);
       }
       const double n = double(rep.groups.size());
+      nlohmann::ordered_json groups = nlohmann::ordered_json::array();
+      for (const auto& g : rep.groups)
+        groups.push_back({{"group", g.key}, {"layouts", g.layouts}, {"regret_pct", g.regret_pct}, {"spearman", g.spearman}});
       j["ranking"] = {{"groups", rep.groups.size()}, {"mean_regret_pct", regret / n}, {"worst_regret_pct", worst},
-                      {"mean_spearman", rho / n}};
+                      {"mean_spearman", rho / n}, {"per_group", groups}};
     }
     std::cout << j.dump(2) << "\n";
   }
