@@ -1,6 +1,7 @@
 #include "simulator/cost_model.hpp"
 
 #include <algorithm>
+#include <map>
 #include <cmath>
 
 #include "simulator/op_list_cost.hpp"
@@ -183,6 +184,22 @@ Prediction predict(const ModelSpec& model, const HardwareProfile& hw, const Work
     opt = std::max(opt, s.optimizer);
   }
   const StageTime& b = p.stage_time[slow];
+  {
+    const OpPricer pricer(hw, l, work.dtype);
+    const StageProgram& st = prog.stages[slow];
+    std::map<OpClass, Seconds> by_class;
+    auto add = [&](const std::vector<Op>& ops, double times) {
+      for (const Op& op : ops)
+        if (op.kind != OpKind::Collective && op.kind != OpKind::PointToPoint) by_class[op.op_class] += times * pricer.time(op);
+    };
+    const double m = double(prog.micro_batches);
+    add(prog.dense_layer.forward, m * st.dense_layers);
+    add(prog.dense_layer.backward, m * st.dense_layers);
+    add(prog.moe_layer.forward, m * st.moe_layers);
+    add(prog.moe_layer.backward, m * st.moe_layers);
+    for (const auto* ops : {&st.pre_forward, &st.pre_backward, &st.post_forward, &st.post_backward}) add(*ops, m);
+    for (const auto& [c, s] : by_class) p.compute_by_op_class.emplace_back(to_string(c), s);
+  }
   TimeBreakdown& t = p.time;
   t.compute = double(m) * b.compute;
   t.recompute = double(m) * b.recompute;

@@ -47,6 +47,10 @@ struct Prediction {
   std::vector<MemoryBreakdown> stage_memory;
   TimeBreakdown time;
   std::vector<StageTime> stage_time;
+  // Compute time per op class (gemm, attention, norm, elementwise, router, permute, embedding,
+  // loss) of the bottleneck stage over the whole step, recompute included: what the executor
+  // measures per class, for predicted-against-measured reports.
+  std::vector<std::pair<std::string, Seconds>> compute_by_op_class;
   Count micro_batches = 0;
 };
 

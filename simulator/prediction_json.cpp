@@ -25,6 +25,9 @@ nlohmann::ordered_json prediction_json(const Prediction& p) {
   for (const auto& [name, s] : p.time.components()) time[name] = s;
   time["step"] = p.time.step;
   j["time"] = time;
+  nlohmann::ordered_json classes;
+  for (const auto& [name, s] : p.compute_by_op_class) classes[name] = s;
+  j["compute_by_op_class"] = classes;
   nlohmann::ordered_json stages = nlohmann::ordered_json::array();
   for (size_t i = 0; i < p.stage_memory.size(); ++i) {
     nlohmann::ordered_json s;

@@ -148,6 +148,11 @@ TEST_CASE("step time and throughput are consistent") {
   double sum = 0;
   for (const auto& [name, s] : p.time.components()) sum += s;
   CHECK(sum == doctest::Approx(p.step_time).epsilon(1e-9));
+  // Compute by op class adds up to the step's compute (recompute included).
+  double by_class = 0;
+  for (const auto& [name, s] : p.compute_by_op_class) by_class += s;
+  CHECK(by_class == doctest::Approx(p.time.compute).epsilon(1e-9));
+  CHECK(p.compute_by_op_class.size() >= 4);
   CHECK(p.tokens_per_s_per_gpu == doctest::Approx(64.0 * 8192 / p.step_time / 8));
   CHECK(p.mfu > 0.2);
   CHECK(p.mfu < 0.9);

@@ -49,6 +49,13 @@ void print_prediction(std::ostream& out, const Prediction& p) {
   }
   std::snprintf(line, sizeof line, "  %-26s %12.4f\n", "step", p.step_time);
   out << line;
+  if (!p.compute_by_op_class.empty()) {
+    out << "\ncompute by op class (the slowest stage, whole step, recompute included)\n";
+    for (const auto& [name, s] : p.compute_by_op_class) {
+      std::snprintf(line, sizeof line, "  %-26s %12.4f\n", name.c_str(), s);
+      out << line;
+    }
+  }
   std::snprintf(line, sizeof line,
                 "\nstep %s | %.0f tokens/s/GPU | %.1f TFLOP/s/GPU model, %.1f hardware | MFU %.1f%% | peak %.2f GiB\n",
                 format_seconds(p.step_time).c_str(), p.tokens_per_s_per_gpu, p.tflops_model_per_gpu, p.tflops_hw_per_gpu,
