@@ -13,6 +13,7 @@ struct Dims {
   int tp, cp, ep, etp;
   bool sp;
   Count act;                         // activation element width
+  Count gemm_input;                  // width of a GEMM input kept for its backward (fp8: the fp8 copy)
   int heads_rank, kv_heads_rank;     // heads on this rank
   int qk_dim, v_dim;
 };
@@ -30,6 +31,8 @@ Dims make_dims(const ModelSpec& m, const Layout& l, const Workload& w) {
   d.tokens = d.b * d.s / l.cp;
   d.sp_tokens = l.sp ? d.tokens / l.tp : d.tokens;
   d.act = (w.dtype == Dtype::FP32 || w.dtype == Dtype::TF32) ? 4 : 2;  // fp8 runs keep bf16 activations
+  // FP8 GEMMs (TransformerEngine) keep the fp8-cast input for the weight gradient, 1 byte wide.
+  d.gemm_input = w.dtype == Dtype::FP8 ? 1 : d.act;
   d.heads_rank = m.heads / l.tp;
   // GQA with tp > kv_heads replicates KV heads (Megatron): at least one per rank.
   d.kv_heads_rank = m.mla.enabled ? d.heads_rank : std::max(1, m.kv_heads / l.tp);
@@ -111,16 +114,16 @@ CoreRange add_attention(std::vector<Op>& ops, const ModelSpec& m, const Workload
     const auto& mla = m.mla;
     const Count kv_down = mla.kv_lora_rank + mla.qk_rope_head_dim;
     if (mla.q_lora_rank > 0) {
-      ops.push_back(with_saved(gemm("q_down_proj", OpClass::Gemm, T, mla.q_lora_rank, h), Bytes(Ts * h * a)));
-      ops.push_back(with_saved(gemm("q_up_proj", OpClass::Gemm, T, q_width, mla.q_lora_rank), Bytes(T * mla.q_lora_rank * a)));
+      ops.push_back(with_saved(gemm("q_down_proj", OpClass::Gemm, T, mla.q_lora_rank, h), Bytes(Ts * h * d.gemm_input)));
+      ops.push_back(with_saved(gemm("q_up_proj", OpClass::Gemm, T, q_width, mla.q_lora_rank), Bytes(T * mla.q_lora_rank * d.gemm_input)));
     } else {
-      ops.push_back(with_saved(gemm("q_proj", OpClass::Gemm, T, q_width, h), Bytes(Ts * h * a)));
+      ops.push_back(with_saved(gemm("q_proj", OpClass::Gemm, T, q_width, h), Bytes(Ts * h * d.gemm_input)));
     }
     ops.push_back(gemm("kv_down_proj", OpClass::Gemm, T, kv_down, h));
     ops.push_back(with_saved(gemm("kv_up_proj", OpClass::Gemm, T, k_width - Count(d.kv_heads_rank) * mla.qk_rope_head_dim + v_width, mla.kv_lora_rank),
-                             Bytes(T * mla.kv_lora_rank * a)));
+                             Bytes(T * mla.kv_lora_rank * d.gemm_input)));
   } else {
-    ops.push_back(with_saved(gemm("qkv_proj", OpClass::Gemm, T, q_width + k_width + v_width, h), Bytes(Ts * h * a)));
+    ops.push_back(with_saved(gemm("qkv_proj", OpClass::Gemm, T, q_width + k_width + v_width, h), Bytes(Ts * h * d.gemm_input)));
   }
   if (m.rotary_fraction > 0)
     ops.push_back(memory("rope", OpClass::Elementwise, Bytes(2 * T * (q_width + k_width) * a)));
@@ -172,7 +175,7 @@ CoreRange add_attention(std::vector<Op>& ops, const ModelSpec& m, const Workload
     ops.push_back(av);
     core.end = ops.size();
   }
-  ops.push_back(with_saved(gemm("out_proj", OpClass::Gemm, T, h, Count(d.heads_rank) * d.v_dim), Bytes(T * d.heads_rank * d.v_dim * a)));
+  ops.push_back(with_saved(gemm("out_proj", OpClass::Gemm, T, h, Count(d.heads_rank) * d.v_dim), Bytes(T * d.heads_rank * d.v_dim * d.gemm_input)));
   tp_exit(ops, d, "attn_allreduce", "attn_reducescatter");
   if (m.dropout) ops.push_back(with_saved(memory("attn_dropout", OpClass::Elementwise, Bytes(2 * Ts * h * a)), Bytes(Ts * h)));
   ops.push_back(memory("attn_residual", OpClass::Elementwise, Bytes(3 * Ts * h * a)));
@@ -185,11 +188,11 @@ void add_mlp_body(std::vector<Op>& ops, const ModelSpec& m, const Dims& d, Count
                   const char* down = "mlp_down") {
   const Count h = d.h, a = d.act;
   const bool glu = m.activation == Activation::SwiGLU;
-  ops.push_back(with_saved(gemm(up, OpClass::Gemm, tokens / batch, (glu ? 2 : 1) * ffn_rank, h, batch), Bytes(input_saved_tokens * h * a)));
+  ops.push_back(with_saved(gemm(up, OpClass::Gemm, tokens / batch, (glu ? 2 : 1) * ffn_rank, h, batch), Bytes(input_saved_tokens * h * d.gemm_input)));
   // SwiGLU saves gate and up (4f bytes/token at 2 B); GELU saves its input.
   const Bytes act_saved = Bytes(tokens * ffn_rank * a * (glu ? 2 : 1));
   ops.push_back(with_saved(memory(act_name, OpClass::Elementwise, Bytes(tokens * ffn_rank * a * (glu ? 3 : 2))), act_saved));
-  ops.push_back(with_saved(gemm(down, OpClass::Gemm, tokens / batch, h, ffn_rank, batch), Bytes(tokens * ffn_rank * a)));
+  ops.push_back(with_saved(gemm(down, OpClass::Gemm, tokens / batch, h, ffn_rank, batch), Bytes(tokens * ffn_rank * d.gemm_input)));
 }
 
 void add_dense_mlp(std::vector<Op>& ops, const ModelSpec& m, const Dims& d) {
@@ -442,7 +445,7 @@ StepProgram expand_step_program(const ModelSpec& m, const Layout& l, const Workl
     if (st.last) {
       st.post_forward.push_back(with_saved(memory("final_norm", OpClass::Norm, Bytes(2 * Ts * h * a)), Bytes(Ts * h * a)));
       tp_enter(st.post_forward, d, "head_allgather");
-      st.post_forward.push_back(with_saved(gemm("lm_head", OpClass::Gemm, T, vocab_rank, h), Bytes(Ts * h * a)));
+      st.post_forward.push_back(with_saved(gemm("lm_head", OpClass::Gemm, T, vocab_rank, h), Bytes(Ts * h * d.gemm_input)));
       // Vocab-parallel cross-entropy in fp32: max, sum-exp and target logit all-reduced over TP;
       // the fp32 softmax is kept for the backward (Korthikanti et al.: 4sbv/t).
       Op ce = with_saved(memory("cross_entropy", OpClass::Loss, Bytes(T * vocab_rank * (a + 4 + 4))), Bytes(T * vocab_rank * 4));
