@@ -31,6 +31,11 @@ class Backend {
   virtual void gemm(bool trans_a, bool trans_b, long m, long n, long k, double alpha, const double* a,
                     const double* b, double beta, double* c) = 0;
 
+  // Called by ScopedOpTimer around each op, so that a backend tracing device activity (CUDA with
+  // CUPTI) can attribute what the op launches to it. No-ops by default.
+  virtual void op_begin(const char* name) {}
+  virtual void op_end() {}
+
   MemoryTracker& memory() { return memory_; }
   Communicator& world() { return *world_; }
   std::map<std::string, OpTime>& op_times() { return op_times_; }
@@ -48,13 +53,17 @@ class Backend {
 class ScopedOpTimer {
  public:
   ScopedOpTimer(Backend& backend, const char* name)
-      : entry_(backend.op_times()[name]), start_(std::chrono::steady_clock::now()) {}
+      : backend_(backend), entry_(backend.op_times()[name]), start_(std::chrono::steady_clock::now()) {
+    backend_.op_begin(name);
+  }
   ~ScopedOpTimer() {
+    backend_.op_end();
     entry_.total += std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
     ++entry_.calls;
   }
 
  private:
+  Backend& backend_;
   OpTime& entry_;
   std::chrono::steady_clock::time_point start_;
 };

@@ -4,8 +4,13 @@
 #include <chrono>
 
 #include "common/error.hpp"
+#include "executor/emulated_communicator.hpp"
 #include "executor/model_runtime.hpp"
 #include "executor/process_groups.hpp"
+#ifdef SIXFOLD_HAVE_CUDA
+#include "executor/cuda_backend.hpp"
+#include "kernels/cuda_kernels.hpp"
+#endif
 
 namespace sixfold {
 
@@ -32,16 +37,63 @@ void train(const ModelSpec& model, const Layout& layout, const Workload& work, c
   }
 }
 
+// Refuses a backend this build or machine cannot run, with the reason, before any rank starts.
+void check_backend_available(const std::string& backend) {
+  if (backend == "cpu") return;
+  if (backend == "cuda") {
+#ifdef SIXFOLD_HAVE_CUDA
+    if (cuda::device_count() == 0)
+      throw UsageError("--backend cuda: no CUDA device is visible (no driver or no GPU; check nvidia-smi and "
+                       "CUDA_VISIBLE_DEVICES); use --backend cpu");
+    return;
+#else
+    throw UsageError("--backend cuda: this sixfold was built without CUDA (configure with -DSIXFOLD_WITH_CUDA=ON "
+                     "where nvcc is found); use --backend cpu");
+#endif
+  }
+  throw UsageError("unknown backend '" + backend + "' (allowed: cpu, cuda)");
+}
+
+std::unique_ptr<Backend> make_run_backend(const RunOptions& options, std::unique_ptr<Communicator> world) {
+  check_backend_available(options.backend);
+#ifdef SIXFOLD_HAVE_CUDA
+  if (options.backend == "cuda") {
+    CudaBackendOptions cuda_options;
+    cuda_options.timeout_s = options.timeout_s;
+    cuda_options.trace = !options.trace_path.empty();
+    return make_cuda_backend(std::move(world), cuda_options);
+  }
+#endif
+  if (!options.trace_path.empty())
+    throw UsageError("--trace records device activity with CUPTI: it needs --backend cuda");
+  return make_backend(options.backend, std::move(world));
+}
+
+// PATH, or PATH with ".rank<R>" before its extension when several ranks write one each.
+[[maybe_unused]] std::string trace_path_of_rank(const std::string& path, int rank, int world_size) {
+  if (world_size == 1) return path;
+  const auto slash = path.find_last_of('/');
+  const auto dot = path.find_last_of('.');
+  const std::string suffix = ".rank" + std::to_string(rank);
+  if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) return path + suffix;
+  return path.substr(0, dot) + suffix + path.substr(dot);
+}
+
 }  // namespace
 
 RunReport run_plan(const ModelSpec& model, const Layout& layout, const Workload& work, const RunOptions& options) {
-  if (options.backend != "cpu")
-    make_backend(options.backend, nullptr);  // throws the UsageError listing the known backends
+  check_backend_available(options.backend);
   if (options.steps < 1) throw UsageError("--steps must be at least 1 (got " + std::to_string(options.steps) + ")");
   if (layout.recompute == Recompute::SelectiveOp)
     throw UsageError("the executor runs recompute none, selective or full; selective-op (torchtitan's op-level "
                      "checkpointing) is priced by the cost model only");
   const int launched = launched_world_size();
+  if (options.emulate_rank >= 0) {
+    if (launched != 1)
+      throw UsageError("--emulate-rank runs one rank of the layout in one process; start it without mpirun (" +
+                       std::to_string(launched) + " ranks were launched)");
+    return run_plan_on(model, layout, work, options, make_emulated_world(layout, options.emulate_rank));
+  }
   if (launched != layout.gpus())
     throw UsageError("the layout needs dp*tp*pp*cp = " + std::to_string(layout.gpus()) + " ranks (" + describe(layout) +
                      ") but " + std::to_string(launched) + " were launched" +
@@ -51,7 +103,7 @@ RunReport run_plan(const ModelSpec& model, const Layout& layout, const Workload&
 
 RunReport run_plan_on(const ModelSpec& model, const Layout& layout, const Workload& work, const RunOptions& options,
                       std::unique_ptr<Communicator> world) {
-  auto backend = make_backend(options.backend, std::move(world));
+  auto backend = make_run_backend(options, std::move(world));
   ProcessGroups groups = make_process_groups(layout, backend->world());
   RunReport report;
   report.world_size = backend->world().size();
@@ -64,6 +116,24 @@ RunReport run_plan_on(const ModelSpec& model, const Layout& layout, const Worklo
   report.step_time = sorted[sorted.size() / 2];
   report.tokens_per_second = double(work.global_batch) * double(work.seq) / report.step_time;
   report.op_times = backend->op_times();
+#ifdef SIXFOLD_HAVE_CUDA
+  if (!options.trace_path.empty()) {
+    report.trace_written = trace_path_of_rank(options.trace_path, report.rank, report.world_size);
+    cuda_write_trace(*backend, report.rank, model.name + " " + describe(layout) + " (measured)", report.trace_written);
+  }
+#endif
+  if (options.emulate_rank >= 0) {
+    // One process: only this rank's memory is measured; report it alone, printed as rank 0 of
+    // this process (emulated_rank says which world rank it is).
+    const MemoryTracker& mem = backend->memory();
+    RankMemory m;
+    for (int c = 0; c < kMemoryCategoryCount; ++c) m.peak_by_category[c] = mem.peak(MemoryCategory(c));
+    m.peak_total = mem.peak_total();
+    report.memory_per_rank = {m};
+    report.emulated_rank = options.emulate_rank;
+    report.rank = 0;
+    return report;
+  }
   // Every rank's peaks, gathered so that rank 0 can print the table.
   const MemoryTracker& mem = backend->memory();
   std::vector<double> mine(kMemoryCategoryCount + 1), all((kMemoryCategoryCount + 1) * report.world_size);

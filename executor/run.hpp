@@ -25,6 +25,13 @@ struct RunOptions {
   std::uint64_t seed = 1234;
   double timeout_s = 120;  // bound on any single communication
   double lr = 1e-3;
+  // Chrome trace of the device activity (CUPTI; cuda backend only), "" for none. With more than
+  // one rank each writes PATH with ".rank<R>" before the extension.
+  std::string trace_path;
+  // >= 0: run world rank R of the layout alone in this process (its compute and memory), every
+  // collective replaced by a local copy of the same buffers (executor/emulated_communicator.hpp);
+  // communication times are then modeled, never measured.
+  int emulate_rank = -1;
 };
 
 struct RankMemory {
@@ -41,6 +48,8 @@ struct RunReport {
   double tokens_per_second = 0;              // global tokens per step / step_time
   std::map<std::string, OpTime> op_times;    // this rank, summed over all steps
   std::vector<RankMemory> memory_per_rank;   // every rank's peaks (gathered), index = world rank
+  int emulated_rank = -1;                    // >= 0: memory_per_rank holds only this rank's (index 0)
+  std::string trace_written;                 // path of the device trace this rank wrote, if any
 };
 
 // Throws UsageError (unknown backend, ranks launched != layout.gpus(), unsupported model feature)

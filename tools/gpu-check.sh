@@ -14,8 +14,13 @@
 #                   folder was configured under another absolute path (CTest files hold absolute
 #                   paths), the same test executables run directly
 #   bench.txt       gpu_kernels_bench table;  bench.json  the same as JSON
+#   runs.json       {"llama_1b": ..., "llama3_70b_tp8_pp4_rank0": ...}: `sixfold run --backend cuda
+#                   --json` of a ~1B Llama-style model (Llama-3.2-1B's shape) on one GPU, 2 steps at
+#                   seq 256, and of rank 0 of Llama-3-70B under TP8 PP4 emulated alone (--emulate-rank
+#                   0: its compute and memory; communication modeled, not measured); null for a run
+#                   that failed or ran out of time (stderr in env.txt, exit codes in summary.json)
 #   summary.json    exit codes of each step
-# Every step has its own timeout so that the whole script ends within 10 minutes (about 7 at most).
+# Every step has its own timeout, cut further so that the whole script ends within 10 minutes.
 set -uo pipefail
 
 if [[ $# -lt 1 ]]; then
@@ -28,6 +33,10 @@ build="${2:-$root/build-device}"
 [[ "$build" = /* ]] || build="$root/$build"
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
+# Seconds left of the script's 10 minutes (570 s, leaving a margin for start-up and copying).
+remaining() { echo $(( 570 - SECONDS )); }
+# timeout of at most $1 seconds, less when the script's budget is shorter.
+capped() { local cap=$1 left; left=$(( $(remaining) - 15 )); (( left < cap )) && cap=$left; (( cap < 1 )) && cap=1; echo "$cap"; }
 
 # PyTorch wheels ship the CUDA libraries as site-packages/nvidia/<lib>/lib; put them on the path.
 for python in python3 python; do
@@ -65,7 +74,7 @@ bench="$build/bench/gpu_kernels_bench"
 # CTest needs the build folder at the absolute path where it was configured.
 configured_root="$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$build/CMakeCache.txt" 2>/dev/null)"
 if [[ "$configured_root" == "$root" ]]; then
-  (cd "$build" && timeout 300 ctest -L gpu --output-on-failure --timeout 280) > "$out/ctest-gpu.log" 2>&1
+  (cd "$build" && timeout 240 ctest -L gpu --output-on-failure --timeout 220) > "$out/ctest-gpu.log" 2>&1
   test_rc=$?
 else
   {
@@ -75,7 +84,7 @@ else
     [[ ${#tests[@]} -gt 0 ]] || { echo "no test_*_gpu executable under $build/tests"; test_rc=1; }
     for t in "${tests[@]}"; do
       echo "== $t"
-      (cd "$root" && timeout 280 "$t")
+      (cd "$root" && timeout "$(capped 220)" "$t")
       rc=$?
       echo "== exit code $rc"
       [[ $rc -eq 0 ]] || test_rc=$rc
@@ -86,9 +95,9 @@ fi
 bench_rc=127
 json_rc=127
 if [[ -x "$bench" ]]; then
-  timeout 150 "$bench" > "$out/bench.txt" 2>&1
+  timeout "$(capped 90)" "$bench" > "$out/bench.txt" 2>&1
   bench_rc=$?
-  timeout 150 "$bench" --json > "$out/bench.json" 2> "$out/bench.stderr.txt"
+  timeout "$(capped 90)" "$bench" --json > "$out/bench.json" 2> "$out/bench.stderr.txt"
   json_rc=$?
   [[ -s "$out/bench.stderr.txt" ]] && cat "$out/bench.stderr.txt" >> "$out/bench.txt"
   rm -f "$out/bench.stderr.txt"
@@ -96,8 +105,52 @@ else
   echo "missing $bench" > "$out/bench.txt"
 fi
 
+# The executor on the GPU. The model runtime keeps tensors on the host and runs GEMMs on the GPU
+# (executor/cuda_backend.hpp), so the runs are kept short: seq 256, 1-2 steps.
+sixfold="$build/sixfold"
+run_1b_rc=127
+run_70b_rc=127
+if [[ -x "$sixfold" ]]; then
+  tmp="$(mktemp -d)"
+  # Llama-3.2-1B's shape (meta-llama/Llama-3.2-1B config.json, Hugging Face): 16 layers, hidden
+  # 2048, 32 heads, 8 KV heads, FFN 8192, vocab 128256, tied embeddings, rope theta 500000.
+  cat > "$tmp/llama-1b-config.json" <<CFG
+{"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 2048, "intermediate_size": 8192,
+ "num_hidden_layers": 16, "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 64,
+ "vocab_size": 128256, "max_position_embeddings": 131072, "rms_norm_eps": 1e-05, "rope_theta": 500000.0,
+ "hidden_act": "silu", "tie_word_embeddings": true}
+CFG
+  if (( $(remaining) > 60 )); then
+    echo "== sixfold run --backend cuda, ~1B Llama-style" >> "$out/env.txt"
+    timeout "$(capped 200)" "$sixfold" run --backend cuda --model "$tmp/llama-1b-config.json" --hardware h200-sxm-141g \
+      --gpus 1 --seq 256 --global-batch 2 --micro-batch 1 --steps 2 --json > "$tmp/run-1b.json" 2>> "$out/env.txt"
+    run_1b_rc=$?
+  fi
+  # Rank 0 holds ~2.2e9 parameters, but the runtime draws every tensor whole before slicing it
+  # (executor/param_init.hpp), ~1.8e10 normal draws: expect this step to need minutes of CPU.
+  if (( $(remaining) > 60 )); then
+    echo "== sixfold run --backend cuda --emulate-rank 0, llama3-70b TP8 PP4" >> "$out/env.txt"
+    timeout "$(capped 150)" "$sixfold" run --backend cuda --model llama3-70b --hardware h200-sxm-141g --gpus 32 \
+      --tp 8 --pp 4 --seq 256 --global-batch 4 --micro-batch 1 --steps 1 --emulate-rank 0 --json \
+      > "$tmp/run-70b-rank0.json" 2>> "$out/env.txt"
+    run_70b_rc=$?
+  fi
+  # One file for both (the device tool returns at most 8 files).
+  {
+    echo '{"llama_1b":'
+    if [[ $run_1b_rc -eq 0 && -s "$tmp/run-1b.json" ]]; then cat "$tmp/run-1b.json"; else echo null; fi
+    echo ', "llama3_70b_tp8_pp4_rank0":'
+    if [[ $run_70b_rc -eq 0 && -s "$tmp/run-70b-rank0.json" ]]; then cat "$tmp/run-70b-rank0.json"; else echo null; fi
+    echo '}'
+  } > "$out/runs.json"
+  rm -rf "$tmp"
+else
+  echo "missing $sixfold: executor runs skipped" >> "$out/env.txt"
+fi
+
 cat > "$out/summary.json" <<JSON
-{"schema": "sixfold.gpu_check.v1", "nvidia_smi_rc": $smi_rc, "gpu_tests_rc": $test_rc, "bench_rc": $bench_rc, "bench_json_rc": $json_rc}
+{"schema": "sixfold.gpu_check.v1", "nvidia_smi_rc": $smi_rc, "gpu_tests_rc": $test_rc, "bench_rc": $bench_rc, "bench_json_rc": $json_rc,
+ "run_1b_rc": $run_1b_rc, "run_70b_rank0_rc": $run_70b_rc, "seconds": $SECONDS}
 JSON
 cat "$out/summary.json"
 [[ $test_rc -eq 0 && $bench_rc -eq 0 ]]

@@ -16,8 +16,9 @@ namespace {
 
 struct RunCommand {
   ScenarioFlags flags;
-  std::string backend = "cpu", precision = "float32", cpu_profile;
+  std::string backend = "cpu", precision = "float32", cpu_profile, trace;
   int steps = 10;
+  int emulate_rank = -1;
   double timeout_s = 120;
   bool json = false;
 
@@ -29,6 +30,8 @@ struct RunCommand {
     opt.steps = steps;
     opt.precision = parse_precision(precision);
     opt.timeout_s = timeout_s;
+    opt.trace_path = trace;
+    opt.emulate_rank = emulate_rank;
     if (steps <= 0) throw UsageError("--steps must be positive");
     const RunReport rep = run_plan(s.model, s.layout, s.work, opt);
     if (rep.rank != 0) return 0;
@@ -43,11 +46,18 @@ struct RunCommand {
     std::optional<Prediction> timed;
     if (!cpu_profile.empty()) timed = predict(s.model, load_hardware(cpu_profile), cpu_work, s.layout);
     // World rank -> pipeline stage under Megatron's order (tp fastest, then cp, dp, pp).
-    auto stage_of = [&](int rank) { return rank / (s.layout.tp * s.layout.cp * s.layout.dp); };
+    // Under --emulate-rank the one row measured is that world rank's.
+    auto world_rank = [&](int row) { return rep.emulated_rank >= 0 ? rep.emulated_rank : row; };
+    auto stage_of = [&](int row) { return world_rank(row) / (s.layout.tp * s.layout.cp * s.layout.dp); };
 
     if (json) {
       nlohmann::ordered_json j;
       j["world_size"] = rep.world_size;
+      if (rep.emulated_rank >= 0) {
+        j["emulated_rank"] = rep.emulated_rank;
+        j["communication"] = "modeled: collectives replaced by local copies, times not measured";
+      }
+      if (!rep.trace_written.empty()) j["trace"] = rep.trace_written;
       j["losses"] = rep.losses;
       j["step_time_s"] = rep.step_time;
       j["tokens_per_s"] = rep.tokens_per_second;
@@ -64,7 +74,7 @@ struct RunCommand {
       for (size_t r = 0; r < rep.memory_per_rank.size(); ++r) {
         const auto& m = rep.memory_per_rank[r];
         const auto& p = predicted[stage_of(int(r))];
-        ranks.push_back({{"rank", r},
+        ranks.push_back({{"rank", world_rank(int(r))},
                          {"measured", {{"weights", m.peak_by_category[0]}, {"gradients", m.peak_by_category[1]},
                                        {"optimizer", m.peak_by_category[2]}, {"activations", m.peak_by_category[3]},
                                        {"buffers", m.peak_by_category[4]}, {"total", m.peak_total}}},
@@ -78,6 +88,10 @@ struct RunCommand {
     }
     std::printf("sixfold run: %s, %d rank(s), backend %s, %s\n", s.model.name.c_str(), rep.world_size, backend.c_str(),
                 precision.c_str());
+    if (rep.emulated_rank >= 0)
+      std::printf("emulating world rank %d of %d alone: communication is modeled (local copies), its times and the "
+                  "losses are not a training run's\n", rep.emulated_rank, rep.world_size);
+    if (!rep.trace_written.empty()) std::printf("device trace (CUPTI): %s\n", rep.trace_written.c_str());
     for (size_t i = 0; i < rep.losses.size(); ++i)
       std::printf("step %3zu | loss %.6f | %8.2f ms\n", i + 1, rep.losses[i],
                   i < rep.step_times.size() ? rep.step_times[i] * 1e3 : 0.0);
@@ -99,7 +113,7 @@ struct RunCommand {
       const char* names[4] = {"weights", "gradients", "optimizer", "activations"};
       for (int c = 0; c < 4; ++c) {
         const double meas = m.peak_by_category[c];
-        std::printf("%-5s %-12s %14.0f %14.0f %+8.1f%%\n", c == 0 ? std::to_string(r).c_str() : "", names[c], meas, pred[c],
+        std::printf("%-5s %-12s %14.0f %14.0f %+8.1f%%\n", c == 0 ? std::to_string(world_rank(int(r))).c_str() : "", names[c], meas, pred[c],
                     meas > 0 ? 100.0 * (pred[c] - meas) / meas : 0.0);
       }
     }
@@ -121,6 +135,11 @@ Registrar reg("run", "execute a plan on this launch's ranks (CPU over MPI) and c
   app.add_option("--timeout", cmd->timeout_s, "seconds any one communication may take before the run fails (default 120)");
   app.add_option("--cpu-profile", cmd->cpu_profile,
                  "hardware profile of the CPU ranks (name or YAML path, e.g. cpu-dev) to predict the step time with");
+  app.add_option("--trace", cmd->trace,
+                 "write the device activity (CUPTI kernels and memcpys, by op) as a Chrome trace to FILE (--backend cuda)");
+  app.add_option("--emulate-rank", cmd->emulate_rank,
+                 "run world rank R of the layout alone on this device: its compute and memory, collectives as local "
+                 "copies (modeled, not measured)");
   app.add_flag("--json", cmd->json, "machine-readable report");
   return Action([cmd] { return cmd->run(); });
 });
