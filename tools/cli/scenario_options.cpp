@@ -75,8 +75,8 @@ Scenario ScenarioFlags::resolve(bool with_layout) const {
   apply_overrides(s.hardware, overrides);
   if (s.hardware.gpus_per_node <= 0) throw UsageError("--gpus-per-node must be positive");
 
+  // Default sequence: the model's own length, capped at 8K (long-context maxima are rarely trained at).
   if (!have_base) s.work.seq = s.model.max_seq > 0 ? std::min<Count>(s.model.max_seq, 8192) : 2048;
-  if (!have_base && s.model.max_seq <= 0) s.work.seq = 2048;
   if (seq) s.work.seq = *seq;
   if (!dtype.empty()) s.work.dtype = parse_dtype(dtype);
   if (no_flash_attention) s.work.flash_attention = false;
