@@ -19,6 +19,8 @@
 #                   seq 256, and of rank 0 of Llama-3-70B under TP8 PP4 emulated alone (--emulate-rank
 #                   0: its compute and memory; communication modeled, not measured); null for a run
 #                   that failed or ran out of time (stderr in env.txt, exit codes in summary.json)
+#   h200-calibrated.yaml  `sixfold calibrate --backend cuda` profile; its log, raw measurements (JSON)
+#                   and a prediction with it beside the built-in profile are appended to bench.txt
 #   summary.json    exit codes of each step
 # Every step has its own timeout, cut further so that the whole script ends within 10 minutes.
 set -uo pipefail
@@ -148,9 +150,34 @@ else
   echo "missing $sixfold: executor runs skipped" >> "$out/env.txt"
 fi
 
+# GPU calibration into a profile (budget: under 3 minutes), then one prediction with it and with
+# the built-in profile. Only the YAML is its own file (the device tool returns at most 8 files).
+calib_rc=127
+if [[ -x "$build/sixfold" ]] && (( $(remaining) > 60 )); then
+  calib_tmp="$(mktemp -d)"
+  {
+    echo
+    echo "== sixfold calibrate --backend cuda"
+    (cd "$root" && timeout "$(capped 170)" "$build/sixfold" calibrate --backend cuda -o "$calib_tmp/h200-calibrated.yaml")
+    calib_rc=$?
+    echo "== exit code $calib_rc"
+    if [[ $calib_rc -eq 0 ]]; then
+      cp "$calib_tmp/h200-calibrated.yaml" "$out/h200-calibrated.yaml"
+      echo "== h200-calibrated.measurements.json"
+      cat "$calib_tmp/h200-calibrated.measurements.json"
+      for hw in h200-sxm-141g "$out/h200-calibrated.yaml"; do
+        echo "== sixfold predict --model pythia-1.4b --gpus 1 --seq 2048 --micro-batch 4 --hardware $hw"
+        (cd "$root" && timeout "$(capped 30)" "$build/sixfold" predict --model pythia-1.4b --gpus 1 --seq 2048 \
+          --micro-batch 4 --hardware "$hw")
+      done
+    fi
+  } >> "$out/bench.txt" 2>&1
+  rm -rf "$calib_tmp"
+fi
+
 cat > "$out/summary.json" <<JSON
 {"schema": "sixfold.gpu_check.v1", "nvidia_smi_rc": $smi_rc, "gpu_tests_rc": $test_rc, "bench_rc": $bench_rc, "bench_json_rc": $json_rc,
- "run_1b_rc": $run_1b_rc, "run_70b_rank0_rc": $run_70b_rc, "seconds": $SECONDS}
+ "run_1b_rc": $run_1b_rc, "run_70b_rank0_rc": $run_70b_rc, "calibrate_rc": $calib_rc, "seconds": $SECONDS}
 JSON
 cat "$out/summary.json"
 [[ $test_rc -eq 0 && $bench_rc -eq 0 ]]

@@ -1,7 +1,9 @@
 // sixfold calibrate: fit a hardware profile. --from-runs fits it to measured training runs (a
 // validation CSV) on a split and reports the error on the rows left out. --backend cpu measures
-// the executor's CPU ranks (executor/cpu_calibration.hpp) into a profile YAML (-o FILE). Microbenchmark
-// calibration on a GPU is done by the CUDA backend (see README, "calibrate on a GPU").
+// the executor's CPU ranks (executor/cpu_calibration.hpp) into a profile YAML (-o FILE).
+// --backend cuda microbenchmarks this machine's GPUs (executor/cuda_calibration.hpp, CUDA build
+// only) into a profile YAML plus FILE.measurements.json. --from-kineto fits a base profile to the
+// kernels of a PyTorch profiler trace (simulator/kineto_trace.hpp).
 #include <cstdio>
 #include <ctime>
 #include <fstream>
@@ -10,14 +12,40 @@
 
 #include "common/error.hpp"
 #include "executor/cpu_calibration.hpp"
+#ifdef SIXFOLD_HAVE_CUDA
+#include "executor/cuda_calibration.hpp"
+#include "kernels/cuda_kernels.hpp"
+#endif
+#include "simulator/kineto_trace.hpp"
 #include "simulator/profile_fit.hpp"
+#include "simulator/profile_yaml.hpp"
 #include "tools/cli/command.hpp"
 
 namespace sixfold::cli {
 namespace {
 
+std::string today() {
+  char date[32];
+  std::time_t now = std::time(nullptr);
+  std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
+  return date;
+}
+
+// Writes a profile YAML to `output` (stdout when empty) after checking that it loads.
+void write_profile(const std::string& yaml, const std::string& output) {
+  parse_hardware(yaml, output.empty() ? "<calibration>" : output);  // what we write must load
+  if (output.empty()) {
+    std::cout << yaml;
+    return;
+  }
+  std::ofstream out(output);
+  if (!out) throw UsageError("cannot write " + output);
+  out << yaml;
+  std::fprintf(stderr, "wrote %s\n", output.c_str());
+}
+
 struct CalibrateCommand {
-  std::string runs, hardware, split = "even", backend, output, name = "cpu-dev";
+  std::string runs, hardware, split = "even", backend, output, name, kineto;
   std::vector<std::string> parameters;
   int rounds = 3;
 
@@ -43,25 +71,101 @@ struct CalibrateCommand {
     if (!c.all_reduces.empty())
       std::fprintf(stderr, "mpi: busbw %.2f GB/s, half size %.0f B, latency %.2f us\n", c.mpi.peak_busbw / 1e9,
                    c.mpi.half_size, c.mpi.latency * 1e6);
-    const std::string yaml = cpu_profile_yaml(c, name, host, date);
-    parse_hardware(yaml, output.empty() ? "<calibration>" : output);  // what we write must load
-    if (output.empty()) {
-      std::cout << yaml;
-    } else {
-      std::ofstream out(output);
-      if (!out) throw UsageError("cannot write " + output);
-      out << yaml;
-      std::fprintf(stderr, "wrote %s\n", output.c_str());
-    }
+    write_profile(cpu_profile_yaml(c, name.empty() ? "cpu-dev" : name, host, date), output);
     return 0;
   }
 
+  int run_kineto() const {
+    if (hardware.empty())
+      throw UsageError("--from-kineto needs --hardware BASE: the profile whose peaks the trace's rates are relative to");
+    const HardwareProfile base = load_hardware(hardware);
+    const KinetoTrace trace = read_kineto_trace(kineto);
+    const std::string date = today();
+    KinetoCalibration cal = calibrate_from_kineto(trace, base, date);
+    cal.profile.name = name.empty() ? base.name + "-kineto" : name;
+    cal.profile.description = base.description + " (fitted to Kineto trace " + kineto + ", " + date + ")";
+    std::fprintf(stderr, "# Kineto trace %s: %d kernels, %zu GEMM calls, %zu memory-bound calls, %zu NCCL kernels; "
+                 "%d kernels without operator, %d without shapes or sizes\n", kineto.c_str(), trace.kernels,
+                 trace.gemms.size(), trace.memory_ops.size(), trace.collectives.size(), trace.unattributed, trace.skipped);
+    if (cal.gemm)
+      std::fprintf(stderr, "gemm: max_efficiency %.4f half_dim %.1f tile %d (rms log error %.3f over %d)\n",
+                   cal.profile.gemm.max_efficiency, cal.profile.gemm.half_dim, cal.profile.gemm.tile,
+                   cal.gemm->rms_log_error, cal.gemm->points);
+    if (cal.memory_efficiency) std::fprintf(stderr, "memory_efficiency %.4f over %d calls\n", *cal.memory_efficiency, cal.memory_points);
+    for (const auto& [level, fit] : {std::pair{"intra_node", &cal.intra_node}, std::pair{"inter_node", &cal.inter_node}})
+      if (*fit)
+        std::fprintf(stderr, "%s: busbw %.2f GB/s, half size %.0f B, latency %.2f us (rms log error %.3f over %d)\n", level,
+                     (*fit)->curve.peak_busbw / 1e9, (*fit)->curve.half_size, (*fit)->curve.latency * 1e6,
+                     (*fit)->rms_log_error, (*fit)->points);
+    for (const auto& note : cal.notes) std::fprintf(stderr, "note: %s\n", note.c_str());
+    write_profile(hardware_profile_yaml(cal.profile, "Fitted by `sixfold calibrate --from-kineto " + kineto + " --hardware " +
+                                                         hardware + "` on " + date + ".\nFormat: docs/hardware-profiles.md."),
+                  output);
+    return 0;
+  }
+
+  int run_cuda() const {
+#ifdef SIXFOLD_HAVE_CUDA
+    if (output.empty()) throw UsageError("--backend cuda needs -o FILE.yaml (the raw measurements go to FILE.measurements.json)");
+    if (cuda::device_count() == 0) throw UsageError("--backend cuda: no CUDA device on this machine");
+    std::string base_name = hardware;
+    const std::string device = cuda::device_name(0);
+    if (base_name.empty()) {
+      // The built-in profile of the device, for the datasheet peaks the efficiencies are relative to.
+      for (const auto& [key, profile] : {std::pair{"H200", "h200-sxm-141g"}, {"H100", "h100-sxm-80g"}, {"H800", "h800-sxm-80g"},
+                                         {"A100", "a100-sxm-80g"}, {"B200", "b200"}, {"4090", "rtx-4090"}})
+        if (device.find(key) != std::string::npos) {
+          base_name = profile;
+          break;
+        }
+      if (base_name.empty())
+        throw UsageError("--backend cuda: no built-in profile for '" + device + "'; give --hardware BASE for its datasheet peaks");
+    }
+    const HardwareProfile base = load_hardware(base_name);
+    std::fprintf(stderr, "# CUDA calibration on %s against %s\n", device.c_str(), base.name.c_str());
+    const CudaCalibration c = calibrate_cuda(base);
+    const std::string date = today();
+    std::fprintf(stderr, "%-5s %6s %6s %6s %10s %9s\n", "dtype", "m", "n", "k", "time us", "TFLOP/s");
+    for (const auto& g : c.gemms)
+      std::fprintf(stderr, "%-5s %6ld %6ld %6ld %10.2f %9.1f\n", to_string(g.dtype).c_str(), g.m, g.n, g.k, g.time * 1e6, g.rate / 1e12);
+    if (c.gemm)
+      std::fprintf(stderr, "gemm fit: max_efficiency %.4f half_dim %.1f tile %d (rms log error %.3f)\n", c.gemm->curve.max_efficiency,
+                   c.gemm->curve.half_dim, c.gemm->curve.tile, c.gemm->rms_log_error);
+    std::fprintf(stderr, "memory_efficiency %.4f, attention_efficiency %.4f\n", c.memory_efficiency, c.attention_efficiency);
+    if (c.nccl)
+      std::fprintf(stderr, "nccl (%d GPUs): busbw %.2f GB/s, half size %.0f B, latency %.2f us\n", c.devices,
+                   c.nccl->curve.peak_busbw / 1e9, c.nccl->curve.half_size, c.nccl->curve.latency * 1e6);
+    for (const auto& note : c.notes) std::fprintf(stderr, "note: %s\n", note.c_str());
+    HardwareProfile hw = cuda_calibrated_profile(c, base, date);
+    hw.name = name.empty() ? base.name + "-calibrated" : name;
+    std::string json_path = output;
+    if (json_path.size() > 5 && json_path.substr(json_path.size() - 5) == ".yaml") json_path.resize(json_path.size() - 5);
+    json_path += ".measurements.json";
+    write_profile(hardware_profile_yaml(hw, "Measured by `sixfold calibrate --backend cuda` on " + c.device + " (" + c.driver + ", " +
+                                                c.runtime + "), " + date + ".\nRaw measurements: " + json_path +
+                                                ". Format: docs/hardware-profiles.md."),
+                  output);
+    std::ofstream json(json_path);
+    if (!json) throw UsageError("cannot write " + json_path);
+    json << cuda_calibration_json(c, date);
+    std::fprintf(stderr, "wrote %s\n", json_path.c_str());
+    return 0;
+#else
+    throw UsageError("--backend cuda needs the CUDA build of sixfold (cmake -DSIXFOLD_WITH_CUDA=ON with a CUDA toolkit); "
+                     "this binary was built without CUDA");
+#endif
+  }
+
   int run() const {
+    if (!kineto.empty()) return run_kineto();
     if (backend == "cpu") return run_cpu();
+    if (backend == "cuda") return run_cuda();
+    if (!backend.empty()) throw UsageError("unknown --backend '" + backend + "' (allowed: cpu, cuda)");
     if (runs.empty()) {
       throw UsageError(
-          "give --from-runs FILE.csv --hardware NAME to fit a profile to measured runs; GPU microbenchmark "
-          "calibration needs `--backend cuda` on a machine with a GPU and the CUDA build (tools/gpu-check.sh)");
+          "give --from-runs FILE.csv --hardware NAME to fit a profile to measured runs, --from-kineto TRACE.json "
+          "--hardware NAME to fit one to a PyTorch profiler trace, or --backend cpu|cuda to microbenchmark this machine "
+          "(cuda: the CUDA build on a machine with a GPU, tools/gpu-check.sh)");
     }
     if (hardware.empty()) throw UsageError("--hardware is required with --from-runs");
     const CsvTable table = read_csv(runs);
@@ -81,15 +185,19 @@ struct CalibrateCommand {
 Registrar reg("calibrate", "fit a hardware profile to measured runs (or, with a GPU, to microbenchmarks)", [](CLI::App& app) {
   auto cmd = std::make_shared<CalibrateCommand>();
   app.add_option("--from-runs", cmd->runs, "validation CSV of measured runs to fit iter_s to");
-  app.add_option("--hardware", cmd->hardware, "the profile to fit (rows on other GPUs are ignored)");
+  app.add_option("--hardware", cmd->hardware, "the profile to fit (rows on other GPUs are ignored); with --from-kineto or --backend cuda the base profile");
   app.add_option("--split", cmd->split, "even: fit even rows, report odd ones (default); odd: the reverse");
   app.add_option("--rounds", cmd->rounds, "coordinate-descent rounds (default 3)");
   app.add_option("--parameters", cmd->parameters, "profile fields to fit, comma-separated (default: all fittable)")->delimiter(',');
   app.add_option("--backend", cmd->backend,
                  "cpu: microbenchmark the executor's CPU ranks (run under mpirun -np 2 to measure MPI too); "
                  "cuda: microbenchmarks on this machine's GPU");
-  app.add_option("-o,--output", cmd->output, "with --backend cpu: write the profile YAML here (default stdout)");
-  app.add_option("--name", cmd->name, "with --backend cpu: the profile's name (default cpu-dev)");
+  app.add_option("--from-kineto", cmd->kineto,
+                 "PyTorch profiler (Kineto) Chrome trace JSON to fit --hardware's GEMM, memory and NCCL curves to");
+  app.add_option("-o,--output", cmd->output,
+                 "with --backend or --from-kineto: write the profile YAML here (default stdout; required for cuda)");
+  app.add_option("--name", cmd->name,
+                 "the written profile's name (default cpu-dev, BASE-calibrated for cuda, BASE-kineto for a trace)");
   return Action([cmd] { return cmd->run(); });
 });
 
