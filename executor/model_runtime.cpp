@@ -95,7 +95,7 @@ ModelRuntime<T>::ModelRuntime(const ModelSpec& model, const Layout& layout, cons
   }
   const long H = model.hidden, V = model.vocab, Vl = ctx_.vocab_local;
   auto vocab_rows = [&](const std::string& name) {
-    return slice(normal_tensor(name, seed, V, H, 0.02), H, ctx_.vocab_start, ctx_.vocab_start + Vl, 0, H);
+    return normal_block(name, seed, H, ctx_.vocab_start, ctx_.vocab_start + Vl, 0, H, 0.02);
   };
   const bool has_first = chunks_.front()->first, has_last = chunks_.back()->last;
   if (has_first) {

@@ -33,10 +33,10 @@ TransformerLayer<T>::TransformerLayer(const ExecContext& ctx, int layer, std::ui
   auto& g = *params_;
   const std::vector<double> ones(H, 1.0), zeros(H, 0.0);
   auto column_slice = [&](const std::string& name, long in, long out, long shard, double stddev) {
-    return slice(normal_tensor(p + name, seed, in, out, stddev), out, 0, in, tp_rank * shard, (tp_rank + 1) * shard);
+    return normal_block(p + name, seed, out, 0, in, tp_rank * shard, (tp_rank + 1) * shard, stddev);
   };
   auto row_slice = [&](const std::string& name, long in, long out, long shard, double stddev) {
-    return slice(normal_tensor(p + name, seed, in, out, stddev), out, tp_rank * shard, (tp_rank + 1) * shard, 0, out);
+    return normal_block(p + name, seed, out, tp_rank * shard, (tp_rank + 1) * shard, 0, out, stddev);
   };
   norm1_w_ = g.add(p + "norm1.weight", ones, ctx.sp);
   if (layernorm_) norm1_b_ = g.add(p + "norm1.bias", zeros, ctx.sp);
