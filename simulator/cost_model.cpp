@@ -213,14 +213,18 @@ Prediction predict(const ModelSpec& model, const HardwareProfile& hw, const Work
   t.optimizer = opt;
   t.step = pipe + dp + opt;
   p.step_time = t.step;
+  set_throughput(p, model, hw, work, l);
+  return p;
+}
 
+void set_throughput(Prediction& p, const ModelSpec& model, const HardwareProfile& hw, const Workload& work,
+                    const Layout& l) {
   const int gpus = l.gpus();
   const StepFlops flops = step_flops(model, work, l.recompute);
   p.tokens_per_s_per_gpu = double(work.global_batch) * double(work.seq) / p.step_time / gpus;
   p.tflops_model_per_gpu = flops.model / p.step_time / gpus / kTera;
   p.tflops_hw_per_gpu = flops.hardware / p.step_time / gpus / kTera;
   p.mfu = p.tflops_model_per_gpu * kTera / hw.peak(work.dtype);
-  return p;
 }
 
 }  // namespace sixfold

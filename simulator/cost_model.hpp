@@ -63,6 +63,10 @@ struct StepFlops {
 };
 StepFlops step_flops(const ModelSpec& model, const Workload& work, Recompute recompute);
 
+// Fills the throughput figures (tokens/s, TFLOP/s, MFU) of a prediction from its step time.
+void set_throughput(Prediction& p, const ModelSpec& model, const HardwareProfile& hw, const Workload& work,
+                    const Layout& layout);
+
 // Prices one layout. Assumes validate_layout passed.
 Prediction predict(const ModelSpec& model, const HardwareProfile& hw, const Workload& work, const Layout& layout);
 // The same from an already expanded program (the simulator and the planner reuse it).

@@ -149,12 +149,7 @@ SimulationResult simulate_step(const ModelSpec& model, const HardwareProfile& hw
       p.peak_stage = s.stage;
     }
   p.memory = p.stage_memory[size_t(p.peak_stage)];
-  const int gpus = l.gpus();
-  const StepFlops flops = step_flops(model, work, l.recompute);
-  p.tokens_per_s_per_gpu = double(work.global_batch) * double(work.seq) / p.step_time / gpus;
-  p.tflops_model_per_gpu = flops.model / p.step_time / gpus / kTera;
-  p.tflops_hw_per_gpu = flops.hardware / p.step_time / gpus / kTera;
-  p.mfu = p.tflops_model_per_gpu * kTera / hw.peak(work.dtype);
+  set_throughput(p, model, hw, work, l);
   return r;
 }
 
