@@ -3,33 +3,16 @@
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
-#include <sys/wait.h>
+#include "tests/run_sixfold.hpp"
 
-#include <array>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
 
 namespace {
 
-struct Result {
-  int code = -1;
-  std::string output;  // stdout and stderr together
-};
-
-Result sixfold(const std::string& args) {
-  const std::string cmd = std::string(SIXFOLD_BINARY) + " " + args + " 2>&1";
-  Result r;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::array<char, 4096> buf{};
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.output.append(buf.data(), n);
-  const int status = pclose(pipe);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+using Result = sixfold::test::CliResult;
+using sixfold::test::run_sixfold;
 
 std::string write_temp(const std::string& name, const std::string& text) {
   const auto path = std::filesystem::temp_directory_path() / ("sixfold-cli-test-" + name);
@@ -44,11 +27,11 @@ const std::string kBase = "predict --model llama3-8b --hardware h100-sxm-80g --s
 }  // namespace
 
 TEST_CASE("predict prints the breakdowns and the documented JSON") {
-  Result r = sixfold(kBase + "--gpus 8 --global-batch 64 --zero 1");
+  Result r = run_sixfold(kBase + "--gpus 8 --global-batch 64 --zero 1");
   CHECK(r.code == 0);
   CHECK(contains(r.output, "memory per GPU"));
   CHECK(contains(r.output, "time per step"));
-  r = sixfold(kBase + "--gpus 8 --global-batch 64 --zero 1 --json");
+  r = run_sixfold(kBase + "--gpus 8 --global-batch 64 --zero 1 --json");
   REQUIRE(r.code == 0);
   const auto j = nlohmann::json::parse(r.output);
   for (const char* key : {"step_time_s", "tokens_per_s_per_gpu", "tflops_model_per_gpu", "tflops_hw_per_gpu", "mfu",
@@ -59,37 +42,37 @@ TEST_CASE("predict prints the breakdowns and the documented JSON") {
 }
 
 TEST_CASE("unknown model or hardware: usage error listing the names") {
-  Result r = sixfold("predict --model llama9 --hardware h100-sxm-80g");
+  Result r = run_sixfold("predict --model llama9 --hardware h100-sxm-80g");
   CHECK(r.code == 2);
   CHECK(contains(r.output, "llama3-8b"));
-  r = sixfold("predict --model llama3-8b --hardware h900");
+  r = run_sixfold("predict --model llama3-8b --hardware h900");
   CHECK(r.code == 2);
   CHECK(contains(r.output, "h100-sxm-80g"));
-  r = sixfold("predict --model llama3-8b --hardware h100-sxm-80g --dtype fp4");
+  r = run_sixfold("predict --model llama3-8b --hardware h100-sxm-80g --dtype fp4");
   CHECK(r.code == 2);
   CHECK(contains(r.output, "bf16"));
-  r = sixfold("predict --model llama3-8b --hardware h100-sxm-80g --no-such-flag");
+  r = run_sixfold("predict --model llama3-8b --hardware h100-sxm-80g --no-such-flag");
   CHECK(r.code == 2);
 }
 
 TEST_CASE("malformed model files: file and line") {
   const std::string yaml = write_temp("bad.yaml", "name: x\nlayers: [1, 2\nhidden: 4\n");
-  Result r = sixfold("predict --hardware h100-sxm-80g --model " + yaml);
+  Result r = run_sixfold("predict --hardware h100-sxm-80g --model " + yaml);
   CHECK(r.code == 1);
   CHECK(contains(r.output, yaml));
   const std::string field = write_temp("field.yaml", "name: x\nlayers: 2\nhidden: 64\nheads: 4\nkv_heads: 3\nvocab: 100\nffn: 128\nnorm: rmsnorm\nactivation: swiglu\n");
-  r = sixfold("predict --hardware h100-sxm-80g --model " + field);
+  r = run_sixfold("predict --hardware h100-sxm-80g --model " + field);
   CHECK(r.code != 0);
   CHECK(contains(r.output, "kv_heads"));
   const std::string json = write_temp("config.json", "{\"model_type\": \"llama\", \"hidden_size\": 4096,");
-  r = sixfold("predict --hardware h100-sxm-80g --model " + json);
+  r = run_sixfold("predict --hardware h100-sxm-80g --model " + json);
   CHECK(r.code == 1);
   CHECK(contains(r.output, "config.json"));
 }
 
 TEST_CASE("impossible layouts name the constraint, exit 2") {
   auto check = [](const std::string& args, const std::string& constraint) {
-    Result r = sixfold(kBase + args);
+    Result r = run_sixfold(kBase + args);
     CAPTURE(args);
     CHECK(r.code == 2);
     CHECK(contains(r.output, constraint));
@@ -99,36 +82,36 @@ TEST_CASE("impossible layouts name the constraint, exit 2") {
   check("--gpus 8 --global-batch 12", "global batch divisible by dp*micro-batch");
   check("--gpus 8 --pp 2 --vpp 3 --global-batch 64", "vpp divides layers per stage");
   check("--gpus 8 --ep 2", "ep and etp are 1 for a dense model");
-  Result r = sixfold("predict --model mixtral-8x7b --hardware h100-sxm-80g --gpus 2 --ep 4 --global-batch 8");
+  Result r = run_sixfold("predict --model mixtral-8x7b --hardware h100-sxm-80g --gpus 2 --ep 4 --global-batch 8");
   CHECK(r.code == 2);
   CHECK(contains(r.output, "ep*etp divides tp*cp*dp"));
 }
 
 TEST_CASE("models and hardware list as JSON") {
-  Result r = sixfold("models --json");
+  Result r = run_sixfold("models --json");
   REQUIRE(r.code == 0);
   auto j = nlohmann::json::parse(r.output);
   REQUIRE(j.is_array());
   CHECK(j.size() >= 20);
   CHECK(j[0].contains("params_total"));
   CHECK(j[0].contains("params_active"));
-  r = sixfold("hardware --json");
+  r = run_sixfold("hardware --json");
   REQUIRE(r.code == 0);
   j = nlohmann::json::parse(r.output);
   CHECK(j.size() >= 7);
 }
 
 TEST_CASE("validate: summary per metric, bad CSV is an error") {
-  Result r = sixfold(std::string("validate ") + SIXFOLD_SHARED_DIR + "/validation/vtrain_multi_node.csv --json");
+  Result r = run_sixfold(std::string("validate ") + SIXFOLD_SHARED_DIR + "/validation/vtrain_multi_node.csv --json");
   REQUIRE(r.code == 0);
   const auto j = nlohmann::json::parse(r.output);
   CHECK(j["rows_scored"].get<int>() == 109);
   for (const char* key : {"n", "mape_pct", "median_pct", "worst_pct", "worst_id"}) CHECK(j["metrics"]["iter_s"].contains(key));
   const std::string bad = write_temp("bad.csv", "id,layers\nX,2\n");
-  r = sixfold("validate " + bad);
+  r = run_sixfold("validate " + bad);
   CHECK(r.code == 1);
   CHECK(contains(r.output, "missing column"));
-  r = sixfold("validate /nonexistent/runs.csv");
+  r = run_sixfold("validate /nonexistent/runs.csv");
   CHECK(r.code == 1);
 }
 
@@ -136,23 +119,23 @@ TEST_CASE("run refuses a plan of another schema version, an unknown backend and 
   const std::string plan = write_temp("plan-v9.yaml",
                                       "schema_version: 9\nmodel: seed-tp\nhardware: h100-sxm-80g\ngpus: 1\n"
                                       "workload: {seq: 32, global_batch: 2, dtype: fp32}\nlayout: {dp: 1}\n");
-  Result r = sixfold("run --plan " + plan + " --steps 1");
+  Result r = run_sixfold("run --plan " + plan + " --steps 1");
   CHECK(r.code != 0);
   CHECK(contains(r.output, "schema version"));
   const std::string ok = write_temp("plan-ok.yaml",
                                     "schema_version: 1\nmodel:\n  name: tiny\n  architecture: {name: tiny, layers: 2, hidden: 32, "
                                     "ffn: 64, heads: 4, kv_heads: 2, vocab: 64, max_seq: 32, norm: rmsnorm, activation: swiglu}\n"
                                     "hardware: h100-sxm-80g\ngpus: 2\nworkload: {seq: 16, global_batch: 4, dtype: fp32}\nlayout: {dp: 2}\n");
-  r = sixfold("run --plan " + ok + " --steps 1 --backend tpu");
+  r = run_sixfold("run --plan " + ok + " --steps 1 --backend tpu");
   CHECK(r.code == 2);
   CHECK(contains(r.output, "backend"));
-  r = sixfold("run --plan " + ok + " --steps 1");
+  r = run_sixfold("run --plan " + ok + " --steps 1");
   CHECK(r.code == 2);
   CHECK(contains(r.output, "mpirun -np 2"));
 }
 
 TEST_CASE("plan --compare says where a given layout ranks and why it loses") {
-  Result r = sixfold("plan --model llama3-8b --hardware h100-sxm-80g --gpus 8 --seq 4096 --global-batch 64 "
+  Result r = run_sixfold("plan --model llama3-8b --hardware h100-sxm-80g --gpus 8 --seq 4096 --global-batch 64 "
                      "--refine 0 --json --compare tp=8,zero=1 --compare tp=2,pp=2,vpp=4,zero=1");
   REQUIRE(r.code == 0);
   const auto j = nlohmann::json::parse(r.output);
@@ -162,15 +145,15 @@ TEST_CASE("plan --compare says where a given layout ranks and why it loses") {
     CHECK(!c["why"].get<std::string>().empty());
     CHECK(c["prediction"]["step_time_s"].get<double>() >= j["recommended"]["prediction"]["step_time_s"].get<double>());
   }
-  r = sixfold("plan --model llama3-8b --hardware h100-sxm-80g --gpus 8 --compare tp=8,bogus=1");
+  r = run_sixfold("plan --model llama3-8b --hardware h100-sxm-80g --gpus 8 --compare tp=8,bogus=1");
   CHECK(r.code == 2);
   CHECK(contains(r.output, "unknown key 'bogus'"));
-  r = sixfold("plan --model llama3-8b --hardware h100-sxm-80g --gpus 8 --compare tp=3");
+  r = run_sixfold("plan --model llama3-8b --hardware h100-sxm-80g --gpus 8 --compare tp=3");
   CHECK(r.code == 2);
 }
 
 TEST_CASE("validate --rank: the layout ranked first is measured within 5% of each group's best on average") {
-  Result r = sixfold(std::string("validate ") + SIXFOLD_SHARED_DIR + "/validation/vtrain_single_node.csv --rank --json");
+  Result r = run_sixfold(std::string("validate ") + SIXFOLD_SHARED_DIR + "/validation/vtrain_single_node.csv --rank --json");
   REQUIRE(r.code == 0);
   const auto j = nlohmann::json::parse(r.output)["ranking"];
   CHECK(j["groups"].get<int>() == 144);

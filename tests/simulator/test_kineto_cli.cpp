@@ -3,35 +3,17 @@
 // CUDA build or without a device is a usage error, never a crash.
 #include <doctest/doctest.h>
 
-#include <sys/wait.h>
-
-#include <array>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
 
 #include "simulator/hardware_profile.hpp"
+#include "tests/run_sixfold.hpp"
 
 namespace {
 
-struct CliResult {
-  int code = -1;
-  std::string output;
-};
-
-CliResult run_sixfold(const std::string& args) {
-  const std::string cmd = std::string(SIXFOLD_BINARY) + " " + args + " 2>&1";
-  CliResult r;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::array<char, 4096> buf{};
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.output.append(buf.data(), n);
-  const int status = pclose(pipe);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+using sixfold::test::CliResult;
+using sixfold::test::run_sixfold;
 
 const std::string kTrace = std::string(SIXFOLD_SOURCE_DIR) + "/tests/simulator/fixtures/kineto_h200_synthetic.json";
 
