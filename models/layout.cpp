@@ -153,6 +153,37 @@ Schedule parse_schedule(const std::string& s) {
   return parse_enum(s, "schedule", t);
 }
 
+Framework parse_framework(const std::string& s) {
+  static const std::pair<const char*, Framework> t[] = {
+      {"megatron", Framework::Megatron}, {"deepspeed", Framework::DeepSpeed}, {"torchtitan", Framework::Torchtitan}};
+  return parse_enum(s, "framework", t);
+}
+
+std::string to_string(Framework f) {
+  switch (f) {
+    case Framework::Megatron: return "megatron";
+    case Framework::DeepSpeed: return "deepspeed";
+    case Framework::Torchtitan: return "torchtitan";
+  }
+  return "?";
+}
+
+FrameworkTraits framework_traits(Framework f) {
+  FrameworkTraits t;
+  switch (f) {
+    case Framework::Megatron: t.overlap_param_gather = true; break;
+    case Framework::DeepSpeed:
+      t.zero3_gather_per_tensor = true;
+      t.zero3_reduce_bucket = 5e8 * 2;  // DeepSpeed's reduce_bucket_size default, 5e8 fp16 elements
+      break;
+    case Framework::Torchtitan:
+      t.fused_cross_entropy = false;
+      t.zero3_keeps_params_under_pp = true;
+      break;
+  }
+  return t;
+}
+
 Count bytes_per_element(Dtype d) {
   switch (d) {
     case Dtype::FP8: return 1;

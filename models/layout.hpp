@@ -19,6 +19,35 @@ enum class Recompute { None, Selective, SelectiveOp, Full };
 // non-blocking all-reduce per layer during backward ("DP interleaved"), or DDP-style buckets.
 enum class DpOverlap { None, PerLayer, Bucketed };
 enum class Schedule { GPipe, OneFOneB, Interleaved, ZeroBubble };
+// The training framework whose implementation choices the cost model follows where frameworks
+// differ (framework_traits below). Megatron: Megatron-LM/Megatron-Core and NeMo. DeepSpeed: the
+// DeepSpeed engine, Megatron-DeepSpeed included. Torchtitan: PyTorch FSDP2/DTensor (torchtitan).
+enum class Framework { Megatron, DeepSpeed, Torchtitan };
+
+// What differs between frameworks and changes memory or time.
+struct FrameworkTraits {
+  // Megatron's vocab-parallel cross-entropy works in place on one fp32 copy of the logits; plain
+  // F.cross_entropy on fp32-upcast logits (torchtitan) keeps the log-softmax output and, in its
+  // backward, holds it with the incoming and outgoing fp32 gradients.
+  bool fused_cross_entropy = true;
+  // ZeRO-3 gathers: DeepSpeed's stage 3 all-gathers each parameter tensor on its own; FSDP and
+  // Megatron-FSDP gather one flat buffer per layer.
+  bool zero3_gather_per_tensor = false;
+  // ZeRO-3 gradient reduce-scatter granularity: 0 = one per layer (FSDP), else a bucket of this
+  // many bytes (DeepSpeed reduce_bucket_size, 5e8 elements of fp16).
+  Bytes zero3_reduce_bucket = 0;
+  // Megatron's distributed optimizer overlaps the parameter all-gather after the step with the
+  // next forward (--overlap-param-gather) when DP overlap is on; DeepSpeed's ZeRO-1/2 gathers
+  // after the step, exposed.
+  bool overlap_param_gather = false;
+  // torchtitan does not reshard FSDP parameters after the forward when pipelining ("to avoid
+  // per-microbatch all-gathers", parallelize_llama.py): each stage keeps its parameters gathered
+  // through the step, gathering once per step instead of once per micro-batch, and the pipeline
+  // stage turns gradient sync off for all but the last micro-batch (torch.distributed.pipelining),
+  // so gradients accumulate unsharded.
+  bool zero3_keeps_params_under_pp = false;
+};
+FrameworkTraits framework_traits(Framework f);
 
 struct Layout {
   int dp = 1, tp = 1, pp = 1, vpp = 1, cp = 1, ep = 1;
@@ -47,6 +76,7 @@ struct Workload {
   // Flash attention (the default in every current framework) keeps no s x s scores; without it
   // the softmax, its dropout mask and output are saved (Korthikanti et al. 2022, Table 2).
   bool flash_attention = true;
+  Framework framework = Framework::Megatron;
 };
 
 // Micro-batches per pipeline per step (gradient accumulation steps).
@@ -65,10 +95,12 @@ std::string to_string(Dtype d);
 std::string to_string(Recompute r);
 std::string to_string(DpOverlap o);
 std::string to_string(Schedule s);
+std::string to_string(Framework f);
 Dtype parse_dtype(const std::string& s);
 Recompute parse_recompute(const std::string& s);
 DpOverlap parse_dp_overlap(const std::string& s);
 Schedule parse_schedule(const std::string& s);
+Framework parse_framework(const std::string& s);
 Count bytes_per_element(Dtype d);  // matrix-input width: fp8 1, bf16/fp16 2, fp32/tf32 4
 
 // "dp=2 tp=4 pp=2 ..." compact description for tables and messages.

@@ -451,7 +451,10 @@ StepProgram expand_step_program(const ModelSpec& m, const Layout& l, const Workl
       Op ce = with_saved(memory("cross_entropy", OpClass::Loss, Bytes(T * vocab_rank * (a + 4 + 4))), Bytes(T * vocab_rank * 4));
       st.post_forward.push_back(ce);
       if (l.tp > 1) st.post_forward.push_back(collective("loss_allreduce", Group::TP, Collective::AllReduce, Bytes(3 * T * 4), l.tp));
-      st.logits_bytes = Bytes(T * vocab_rank * a);
+      // Transient logits at the loss's peak: Megatron's fused loss holds the low-precision logits
+      // besides its fp32 copy; unfused F.cross_entropy's backward holds the fp32 gradient arriving
+      // at the log-softmax and the one it produces next to the saved log-softmax (2 x 4 bytes).
+      st.logits_bytes = framework_traits(w.framework).fused_cross_entropy ? Bytes(T * vocab_rank * a) : Bytes(T * vocab_rank * 8);
       const bool head_is_embedding_copy = m.tied_embeddings && l.pp == 1;
       if (!head_is_embedding_copy) st.dense_params += vocab_rank * h;
       st.dense_params += m.norm == NormKind::LayerNorm ? 2 * h : h;

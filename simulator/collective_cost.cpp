@@ -1,6 +1,7 @@
 #include "simulator/collective_cost.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace sixfold {
 
@@ -59,7 +60,31 @@ Seconds collective_time(Collective c, Bytes message, const GroupPlacement& where
   // Small messages reach a fraction of the peak bus bandwidth: size / (size + half_size).
   const double busbw = peak * message / (message + curve.half_size);
   const int steps = c == Collective::RingExchange ? where.size - 1 : 1;
-  return steps * curve.latency + bus_factor(c, where.size) * message / busbw;
+  const Seconds latency = where.crosses_nodes ? std::max(curve.latency, ring_latency(c, where)) : curve.latency;
+  return steps * latency + bus_factor(c, where.size) * message / busbw;
+}
+
+Seconds ring_latency(Collective c, const GroupPlacement& where) {
+  // NCCL's own latency model (src/graph/tuning.cc, Simple protocol): a base of 8.4 us plus
+  // 3.4 us per NVLink hop and 14 us per network hop of the ring; all-reduce takes 2(n-1) hops or
+  // a tree of 2(log2 nodes) network and 2(ranks per node - 1) NVLink hops (4 and 14 us each),
+  // whichever is shorter. All-gather and reduce-scatter have only the ring, so their latency
+  // grows with the group: ~7 ms on 1536 GPUs, which is what makes small ZeRO-3 gathers slow.
+  constexpr double kBase = 8.4e-6, kRingNvlink = 3.4e-6, kNet = 14e-6, kTreeNvlink = 4e-6;
+  if (where.size <= 1) return 0;
+  const int per_node = std::max(1, where.ranks_per_node);
+  const int nodes = (where.size + per_node - 1) / per_node;
+  const double inter = nodes - 1, intra = double(where.size - 1) - inter;
+  switch (c) {
+    case Collective::AllGather:
+    case Collective::ReduceScatter: return kBase + intra * kRingNvlink + inter * kNet;
+    case Collective::AllReduce: {
+      const Seconds ring = kBase + 2 * (intra * kRingNvlink + inter * kNet);
+      const Seconds tree = kBase + 2 * ((per_node - 1) * kTreeNvlink + std::ceil(std::log2(double(nodes))) * kNet);
+      return std::min(ring, tree);
+    }
+    default: return 0;
+  }
 }
 
 }  // namespace sixfold

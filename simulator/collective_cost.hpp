@@ -25,7 +25,10 @@ double bus_factor(Collective c, int n);
 // Seconds for one collective of `message` bytes on a group so placed. A group that spans nodes
 // drives one NIC per member in each node in parallel (NCCL runs a ring per NIC), so its bus
 // bandwidth is the per-NIC curve times the members per node, up to the NVLink curve.
-// Seconds for one collective of `message` bytes (nccl-tests "size") on a group so placed.
 Seconds collective_time(Collective c, Bytes message, const GroupPlacement& where, const HardwareProfile& hw);
+
+// Start-up latency of a ring (or, for all-reduce, tree) collective across nodes, which grows
+// with the group; collective_time uses it where it exceeds the profile's cross-node latency.
+Seconds ring_latency(Collective c, const GroupPlacement& where);
 
 }  // namespace sixfold

@@ -36,6 +36,20 @@ StepFlops step_flops(const ModelSpec& m, const Workload& w, Recompute recompute)
   return f;
 }
 
+namespace {
+// Parameter tensors of one layer, the unit DeepSpeed's ZeRO-3 gathers one at a time: the
+// attention and MLP projections (Megatron fuses QKV and the GLU's gate and up), their biases,
+// the norms; MoE layers add each local expert's two projections and the router.
+int parameter_tensors_per_layer(const ModelSpec& m, const Layout& l, bool moe) {
+  const int per_linear = m.linear_bias ? 2 : 1;
+  const int norm = m.norm == NormKind::LayerNorm ? 2 : 1;
+  int t = (m.mla.enabled ? 5 : 2) * per_linear + (m.mla.enabled ? 2 : 0) * norm + 2 * norm;
+  if (moe) t += 1 + 2 * per_linear * (m.moe.num_experts / std::max(1, l.ep) + m.moe.shared_experts);
+  else t += 2 * per_linear;
+  return t;
+}
+}  // namespace
+
 std::vector<StageTime> stage_times(const ModelSpec& model, const HardwareProfile& hw, const Workload& work,
                                    const Layout& l, const StepProgram& prog) {
   const OpPricer pricer(hw, l, work.dtype);
@@ -93,6 +107,7 @@ std::vector<StageTime> stage_times(const ModelSpec& model, const HardwareProfile
                               collective_time(grad_op, expert_grads, expert_group, hw);
     const Seconds param_gather = collective_time(Collective::AllGather, dense_weights, dense_group, hw) +
                                  collective_time(Collective::AllGather, expert_weights, expert_group, hw);
+    const FrameworkTraits fw = framework_traits(work.framework);
     int chunks = 1;
     if (l.dp_overlap == DpOverlap::PerLayer) chunks = std::max(1, st.layers);
     else if (l.dp_overlap == DpOverlap::Bucketed) chunks = std::max(1, int(std::ceil((dense_grads + expert_grads) / l.bucket_bytes)));
@@ -104,16 +119,45 @@ std::vector<StageTime> stage_times(const ModelSpec& model, const HardwareProfile
     }
     const Seconds window = b.compute;  // one micro-batch's backward
     const Seconds reduce_exposed = overlap::exposed_grad_reduction(l.dp_overlap, grad_comm_chunked, window, chunks);
+    // The updated parameters are gathered after the step; Megatron overlaps that with the next
+    // forward, one bucket at a time, when DP overlap is on.
+    const Seconds gather_after_step = fw.overlap_param_gather && l.dp_overlap != DpOverlap::None
+                                          ? overlap::exposed_param_gather(param_gather, f.compute, std::max(1, chunks))
+                                          : param_gather;
     switch (l.zero) {
       case 0: s.dp = reduce_exposed; break;
-      case 1: s.dp = reduce_exposed + param_gather; break;  // gather updated parameters after the step
-      case 2: s.dp = double(m) * reduce_exposed + param_gather; break;  // DeepSpeed reduces every micro-batch
+      case 1: s.dp = reduce_exposed + gather_after_step; break;
+      case 2: s.dp = double(m) * reduce_exposed + gather_after_step; break;  // reduced every micro-batch
       case 3: {
         const int layers = std::max(1, st.layers);
-        const Seconds gather_f = overlap::exposed_param_gather(param_gather, f.compute, layers);
+        // Every gather pays its own latency: one per layer (FSDP), or one per parameter tensor
+        // (DeepSpeed); gradients are reduce-scattered per layer or per DeepSpeed bucket.
+        int gathers = layers;
+        if (fw.zero3_gather_per_tensor) {
+          gathers = st.dense_layers * parameter_tensors_per_layer(model, l, false) +
+                    st.moe_layers * parameter_tensors_per_layer(model, l, true);
+          gathers = std::max(layers, gathers);
+        }
+        const Seconds gathers_time =
+            gathers * (collective_time(Collective::AllGather, dense_weights / gathers, dense_group, hw) +
+                       collective_time(Collective::AllGather, expert_weights / gathers, expert_group, hw));
+        const int reductions = fw.zero3_reduce_bucket > 0
+                                   ? std::max(1, int(std::ceil((dense_grads + expert_grads) / fw.zero3_reduce_bucket)))
+                                   : layers;
+        const Seconds reductions_time =
+            reductions * (collective_time(Collective::ReduceScatter, dense_grads / reductions, dense_group, hw) +
+                          collective_time(Collective::ReduceScatter, expert_grads / reductions, expert_group, hw));
+        const Seconds gather_f = overlap::exposed_param_gather(gathers_time, f.compute, layers);
+        if (l.pp > 1 && fw.zero3_keeps_params_under_pp) {
+          // Gathered once in the first forward and kept; the pipeline stage turns gradient sync off
+          // for all but the last micro-batch, so gradients accumulate unsharded and are
+          // reduce-scattered once, during the last backward.
+          s.dp = gather_f + overlap::exposed_grad_reduction(DpOverlap::PerLayer, reductions_time, window, layers);
+          break;
+        }
         // In the backward the parameter gathers and the gradient reduce-scatters share the same
         // link, so they hide behind the backward together, not each on its own.
-        const Seconds backward = overlap::exposed_zero3_backward(l.dp_overlap, param_gather, grad_comm_chunked, window, layers);
+        const Seconds backward = overlap::exposed_zero3_backward(l.dp_overlap, gathers_time, reductions_time, window, layers);
         s.dp = double(m) * (gather_f + backward);
         break;
       }

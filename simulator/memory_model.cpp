@@ -65,8 +65,9 @@ std::vector<MemoryBreakdown> stage_memory(const ModelSpec& model, const Hardware
       return per_param * double(held(st.dense_params, dense_shard, l.zero >= min_stage)) +
              per_param * double(held(st.expert_params, expert_shard, l.zero >= min_stage));
     };
-    mb.weights = state(sb.weight, 3);
-    mb.gradients = state(sb.gradient, 2);
+    const bool keeps_params = l.zero == 3 && l.pp > 1 && framework_traits(work.framework).zero3_keeps_params_under_pp;
+    mb.weights = state(sb.weight, keeps_params ? 4 : 3);
+    mb.gradients = state(sb.gradient, keeps_params ? 4 : 2);
     mb.master_weights = state(sb.master, 1);
     mb.optimizer_states = state(sb.optimizer, 1);
 
@@ -83,7 +84,7 @@ std::vector<MemoryBreakdown> stage_memory(const ModelSpec& model, const Hardware
     const Count act = prog.activation_bytes;
     if (l.dp * l.cp > 1 && l.zero < 3) mb.communication_buffers += l.dp_overlap == DpOverlap::Bucketed ? 2 * l.bucket_bytes : 0;
     if (l.sp) mb.communication_buffers += Bytes(prog.tokens_per_micro_batch * model.hidden * act);
-    if (l.zero == 3 && st.layers > 0) {
+    if (l.zero == 3 && st.layers > 0 && !keeps_params) {
       const Count layer_params = std::max(prog.dense_layer.dense_params, prog.moe_layer.dense_params + prog.moe_layer.expert_params);
       mb.communication_buffers += 2.0 * sb.weight * double(layer_params);
     }

@@ -71,6 +71,7 @@ Workload parse_workload(const YamlDoc& doc, const YAML::Node& n) {
   w.global_batch = required<Count>(doc, n, "global_batch");
   w.dtype = parse_enum_field(doc, n, "dtype", Dtype::BF16, &parse_dtype);
   w.flash_attention = optional<bool>(doc, n, "flash_attention", true);
+  w.framework = parse_enum_field(doc, n, "framework", Framework::Megatron, &parse_framework);
   if (w.seq <= 0) yaml_field_error(doc, n["seq"], "seq", "must be positive");
   if (w.global_batch <= 0) yaml_field_error(doc, n["global_batch"], "global_batch", "must be positive");
   return w;
@@ -201,6 +202,7 @@ void emit_workload(YAML::Emitter& o, const Workload& w) {
   o << YAML::Key << "global_batch" << YAML::Value << w.global_batch;
   o << YAML::Key << "dtype" << YAML::Value << to_string(w.dtype);
   o << YAML::Key << "flash_attention" << YAML::Value << w.flash_attention;
+  o << YAML::Key << "framework" << YAML::Value << to_string(w.framework);
   o << YAML::EndMap;
 }
 

@@ -123,10 +123,22 @@ Scenario scenario_from_row(const CsvTable& t, size_t r, const HardwareLookup& lo
   l.sp = as_int(t, r, "sp", 0) == 1;
   l.zero = int(as_int(t, r, "zero", 0));
   l.micro_batch = as_int(t, r, "micro_batch", 0);
+  // The framework a row ran, read from its source and notes the way a user would know it: the
+  // cost model follows its loss, ZeRO-3 gathers and parameter-gather overlap (framework_traits).
+  const std::string text = t.field(r, "source") + " " + t.field(r, "notes");
+  const auto says = [&](const char* word) { return text.find(word) != std::string::npos; };
+  if (says("torchtitan")) s.work.framework = Framework::Torchtitan;
+  else if (says("DeepSpeed")) s.work.framework = Framework::DeepSpeed;
   // The DeepSpeed engine without ZeRO reduces gradients after the backward (no overlap), which is
   // how Megatron-DeepSpeed runs (vTrain's data); other frameworks overlap in buckets.
-  const bool megatron_deepspeed = t.field(r, "notes").find("Megatron-DeepSpeed") != std::string::npos;
+  const bool megatron_deepspeed = says("Megatron-DeepSpeed");
   if (megatron_deepspeed && l.zero == 0) l.dp_overlap = DpOverlap::None;
+  // TP communication overlap as the sources word it: Megatron's "TP-comm overlap" (which needs
+  // sequence parallelism) and torchtitan's Async TP.
+  if (l.tp > 1 && (says("TP-comm overlap on") || says("DP/TP/PP-comm overlap on") || says("Async TP"))) {
+    l.tp_overlap = true;
+    l.sp = true;
+  }
   s.work.seq = seq;
   s.work.global_batch = as_int(t, r, "global_batch", 0);
   const std::string dtype = t.field(r, "dtype");
@@ -162,11 +174,24 @@ ValidationReport validate_runs(const CsvTable& t, const ValidationOptions& opt) 
       Scenario s = scenario_from_row(t, r, lookup);
       const std::string rc = t.field(r, "recompute");
       std::vector<Recompute> recomputes;
-      if (rc.empty() || rc == "unknown") recomputes.assign(std::begin(kRecomputeOrder), std::end(kRecomputeOrder));
-      else recomputes.push_back(parse_recompute(rc));
+      const bool torchtitan = s.work.framework == Framework::Torchtitan;
+      if (rc.empty() || rc == "unknown") {
+        // Only torchtitan has op-level selective checkpointing; Megatron and DeepSpeed offer the rest.
+        for (Recompute c : kRecomputeOrder)
+          if (c != Recompute::SelectiveOp || torchtitan) recomputes.push_back(c);
+      } else {
+        recomputes.push_back(parse_recompute(rc));
+      }
       // torchtitan's "selective" activation checkpointing is op-level (its default "op" option).
-      if (rc == "selective" && t.field(r, "source").find("torchtitan") != std::string::npos)
-        recomputes = {Recompute::SelectiveOp};
+      if (rc == "selective" && torchtitan) recomputes = {Recompute::SelectiveOp};
+      // torchtitan's pipeline splits each rank's local batch into as many micro-batches as there
+      // are stages unless told otherwise (pipeline_parallel_microbatches unset); the rows state
+      // the local batch.
+      bool split_local_batch = false;
+      if (torchtitan && s.layout.pp > 1 && s.layout.micro_batch > 0 && s.layout.micro_batch % s.layout.pp == 0) {
+        s.layout.micro_batch /= s.layout.pp;
+        split_local_batch = true;
+      }
       std::vector<Count> micro_batches;
       if (s.layout.micro_batch > 0) micro_batches.push_back(s.layout.micro_batch);
       else
@@ -207,6 +232,9 @@ ValidationReport validate_runs(const CsvTable& t, const ValidationOptions& opt) 
       if (recomputes.size() > 1) row.filled.push_back("recompute=" + to_string(best_layout.recompute));
       if (micro_batches.size() > 1 || s.layout.micro_batch <= 0) row.filled.push_back("micro_batch=" + std::to_string(best_layout.micro_batch));
       if (best_layout.dp_overlap == DpOverlap::None) row.filled.push_back("dp_overlap=none (Megatron-DeepSpeed)");
+      if (split_local_batch) row.filled.push_back("pipeline_micro_batches=" + std::to_string(best_layout.pp));
+      if (best_layout.tp_overlap) row.filled.push_back("tp_overlap=on");
+      if (s.work.framework != Framework::Megatron) row.filled.push_back("framework=" + to_string(s.work.framework));
       s.layout = best_layout;
       row.scenario = s;
       row.predicted_to_fit = best_fits;

@@ -1,5 +1,6 @@
 // sixfold validate FILE.csv: score predictions against measured runs (../shared/validation format),
 // with the closed form (default) or, with --simulate, the step simulator.
+#include <map>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -86,10 +87,17 @@ struct ValidateCommand {
     }
     std::printf("\nsummary of %s: %d rows scored, %d skipped\n", rep.source.c_str(), rep.rows_scored, rep.rows_skipped);
     for (const auto& [reason, count] : rep.skip_reasons) std::printf("  skipped %4d: %s\n", count, reason.c_str());
-    for (const auto& [field, count] : rep.filled_counts)
-      std::printf("  filled  %4d: %s (unstated: %s)\n", count, field.c_str(),
-                  field == "dp_overlap" ? "none, as the DeepSpeed engine without ZeRO reduces after the backward"
-                                        : "the fastest that fits in memory");
+    // How each kind of field was filled or read, in the words a user would check it by.
+    const std::map<std::string, std::string> how = {
+        {"dp_overlap", "unstated: none, as the DeepSpeed engine without ZeRO reduces after the backward"},
+        {"framework", "read from the source and notes: torchtitan, or DeepSpeed; Megatron otherwise"},
+        {"tp_overlap", "on, with sequence parallelism, where the notes say TP-comm overlap or Async TP"},
+        {"pipeline_micro_batches", "torchtitan splits the stated local batch into one micro-batch per stage"}};
+    for (const auto& [field, count] : rep.filled_counts) {
+      auto it = how.find(field);
+      std::printf("  filled  %4d: %s (%s)\n", count, field.c_str(),
+                  it != how.end() ? it->second.c_str() : "unstated: the fastest that fits in memory");
+    }
     std::printf("  %-18s %5s %9s %9s %9s  %s\n", "metric", "n", "MAPE", "median", "worst", "worst row");
     for (const auto& metric : validation_metrics()) {
       auto it = rep.metrics.find(metric);

@@ -18,6 +18,8 @@ void ScenarioFlags::add_to(CLI::App& app, bool with_layout) {
   app.add_option("--global-batch", global_batch, "sequences per optimizer step (default: dp x micro-batch x pp)");
   app.add_option("--dtype", dtype, "bf16 | fp16 | fp8 | fp32 (default bf16)");
   app.add_flag("--no-flash-attention", no_flash_attention, "price unfused attention that saves the s x s scores");
+  app.add_option("--framework", framework,
+                 "megatron | deepspeed | torchtitan: whose loss, ZeRO-3 gathers and overlap to price (default megatron)");
   if (!with_layout) return;
   app.add_option("--plan", plan, "a plan file written by `sixfold plan --export`");
   app.add_option("--micro-batch", micro_batch, "sequences per micro-batch (default 1)");
@@ -80,6 +82,7 @@ Scenario ScenarioFlags::resolve(bool with_layout) const {
   if (seq) s.work.seq = *seq;
   if (!dtype.empty()) s.work.dtype = parse_dtype(dtype);
   if (no_flash_attention) s.work.flash_attention = false;
+  if (!framework.empty()) s.work.framework = parse_framework(framework);
   if (s.work.seq <= 0) throw UsageError("--seq must be positive");
 
   Layout& l = s.layout;

@@ -1,0 +1,117 @@
+// Where frameworks differ (models/layout.hpp FrameworkTraits) and how collective latency grows
+// with the group: each behaviour priced against the framework that lacks it.
+#include <doctest/doctest.h>
+
+#include "common/error.hpp"
+#include "models/model_zoo.hpp"
+#include "simulator/collective_cost.hpp"
+#include "simulator/cost_model.hpp"
+#include "simulator/hardware_profile.hpp"
+
+using namespace sixfold;
+
+namespace {
+Workload work(Count seq, Count batch, Framework f) {
+  Workload w;
+  w.seq = seq;
+  w.global_batch = batch;
+  w.framework = f;
+  return w;
+}
+}  // namespace
+
+TEST_CASE("framework names parse, and an unknown one lists the allowed names") {
+  CHECK(parse_framework("torchtitan") == Framework::Torchtitan);
+  CHECK(to_string(parse_framework("deepspeed")) == "deepspeed");
+  CHECK_THROWS_WITH_AS(parse_framework("jax"), doctest::Contains("allowed: megatron, deepspeed, torchtitan"), UsageError);
+}
+
+TEST_CASE("unfused cross-entropy holds two more fp32 gradients of the logits than Megatron's fused loss") {
+  const ModelSpec m = load_model("llama3-8b");
+  const HardwareProfile hw = load_hardware("h100-sxm-80g");
+  Layout l;
+  l.dp = 8;
+  l.zero = 3;
+  l.micro_batch = 1;
+  const Workload fused = work(8192, 8, Framework::Megatron);
+  const Workload unfused = work(8192, 8, Framework::Torchtitan);
+  const Prediction a = predict(m, hw, fused, l), b = predict(m, hw, unfused, l);
+  const double elements = 8192.0 * double(m.vocab);
+  // Fused: low-precision logits (2 bytes); unfused: fp32 gradient in and out (8 bytes).
+  CHECK(b.memory.logits - a.memory.logits == doctest::Approx(elements * (8 - 2)).epsilon(1e-9));
+  CHECK(b.memory.weights == a.memory.weights);
+}
+
+TEST_CASE("cross-node ring latency grows with the group, all-reduce falls back to the tree") {
+  GroupPlacement small{16, true, 8}, large{1536, true, 8};
+  const Seconds ag_small = ring_latency(Collective::AllGather, small);
+  const Seconds ag_large = ring_latency(Collective::AllGather, large);
+  // NCCL's model: 8.4 us + 3.4 us per NVLink hop + 14 us per network hop.
+  CHECK(ag_small == doctest::Approx(8.4e-6 + 14 * 3.4e-6 + 1 * 14e-6));
+  CHECK(ag_large == doctest::Approx(8.4e-6 + 1344 * 3.4e-6 + 191 * 14e-6));
+  CHECK(ring_latency(Collective::AllReduce, large) < 2 * ag_large / 10);  // the tree's log2 hops
+  const HardwareProfile hw = load_hardware("a100-sxm-80g");
+  CHECK(collective_time(Collective::AllGather, 1e6, large, hw) > ag_large);
+  CHECK(collective_time(Collective::AllGather, 1e6, small, hw) < collective_time(Collective::AllGather, 1e6, large, hw));
+}
+
+TEST_CASE("DeepSpeed's per-tensor ZeRO-3 gathers cost more than FSDP's per-layer ones at scale") {
+  const ModelSpec m = load_model("gpt3-175b");
+  const HardwareProfile hw = load_hardware("a100-sxm-80g");
+  Layout l;
+  l.dp = 1536;
+  l.zero = 3;
+  l.micro_batch = 1;
+  l.recompute = Recompute::Full;
+  const Prediction fsdp = predict(m, hw, work(2048, 1536, Framework::Torchtitan), l);
+  const Prediction ds = predict(m, hw, work(2048, 1536, Framework::DeepSpeed), l);
+  CHECK(ds.time.dp_comm > fsdp.time.dp_comm);
+  CHECK(ds.step_time > fsdp.step_time);
+  // On one node the latency is small either way: the two agree within 5%.
+  l.dp = 8;
+  const Prediction fsdp8 = predict(m, hw, work(2048, 8, Framework::Torchtitan), l);
+  const Prediction ds8 = predict(m, hw, work(2048, 8, Framework::DeepSpeed), l);
+  CHECK(ds8.step_time == doctest::Approx(fsdp8.step_time).epsilon(0.05));
+}
+
+TEST_CASE("Megatron overlaps the distributed optimizer's parameter gather, DeepSpeed exposes it") {
+  const ModelSpec m = load_model("llama3-8b");
+  const HardwareProfile hw = load_hardware("h100-sxm-80g");
+  Layout l;
+  l.dp = 64;
+  l.zero = 1;
+  l.micro_batch = 1;
+  const Prediction meg = predict(m, hw, work(8192, 64, Framework::Megatron), l);
+  const Prediction ds = predict(m, hw, work(8192, 64, Framework::DeepSpeed), l);
+  CHECK(meg.time.dp_comm < ds.time.dp_comm);
+  l.dp_overlap = DpOverlap::None;  // without DP overlap Megatron gathers after the step too
+  const Prediction meg_none = predict(m, hw, work(8192, 64, Framework::Megatron), l);
+  const Prediction ds_none = predict(m, hw, work(8192, 64, Framework::DeepSpeed), l);
+  CHECK(meg_none.time.dp_comm == doctest::Approx(ds_none.time.dp_comm));
+}
+
+TEST_CASE("torchtitan keeps FSDP parameters gathered under pipelining") {
+  const ModelSpec m = load_model("llama3-70b");
+  const HardwareProfile hw = load_hardware("h100-sxm-80g");
+  Layout l;
+  l.dp = 4;
+  l.tp = 8;
+  l.sp = true;
+  l.pp = 4;
+  l.zero = 3;
+  l.micro_batch = 1;
+  l.recompute = Recompute::Full;
+  const Prediction tt = predict(m, hw, work(8192, 32, Framework::Torchtitan), l);
+  const Prediction meg = predict(m, hw, work(8192, 32, Framework::Megatron), l);
+  // Unsharded: dp times the sharded weights and gradients (to the ceil of the shard).
+  CHECK(tt.stage_memory[0].weights == doctest::Approx(4 * meg.stage_memory[0].weights).epsilon(1e-6));
+  CHECK(tt.stage_memory[0].gradients == doctest::Approx(4 * meg.stage_memory[0].gradients).epsilon(1e-6));
+  // One gather per step instead of one per micro-batch (8 micro-batches here).
+  CHECK(tt.time.dp_comm < meg.time.dp_comm);
+  // Without pipelining torchtitan reshards as usual.
+  l.pp = 1;
+  l.dp = 16;
+  const Prediction tt1 = predict(m, hw, work(8192, 32, Framework::Torchtitan), l);
+  const Prediction meg1 = predict(m, hw, work(8192, 32, Framework::Megatron), l);
+  CHECK(tt1.memory.weights == meg1.memory.weights);
+}
