@@ -4,6 +4,7 @@
 #include <map>
 #include <cmath>
 
+#include "simulator/dp_traffic.hpp"
 #include "simulator/op_list_cost.hpp"
 #include "simulator/overlap_rules.hpp"
 
@@ -36,20 +37,6 @@ StepFlops step_flops(const ModelSpec& m, const Workload& w, Recompute recompute)
   return f;
 }
 
-namespace {
-// Parameter tensors of one layer, the unit DeepSpeed's ZeRO-3 gathers one at a time: the
-// attention and MLP projections (Megatron fuses QKV and the GLU's gate and up), their biases,
-// the norms; MoE layers add each local expert's two projections and the router.
-int parameter_tensors_per_layer(const ModelSpec& m, const Layout& l, bool moe) {
-  const int per_linear = m.linear_bias ? 2 : 1;
-  const int norm = m.norm == NormKind::LayerNorm ? 2 : 1;
-  int t = (m.mla.enabled ? 5 : 2) * per_linear + (m.mla.enabled ? 2 : 0) * norm + 2 * norm;
-  if (moe) t += 1 + 2 * per_linear * (m.moe.num_experts / std::max(1, l.ep) + m.moe.shared_experts);
-  else t += 2 * per_linear;
-  return t;
-}
-}  // namespace
-
 std::vector<StageTime> stage_times(const ModelSpec& model, const HardwareProfile& hw, const Workload& work,
                                    const Layout& l, const StepProgram& prog) {
   const OpPricer pricer(hw, l, work.dtype);
@@ -63,11 +50,6 @@ std::vector<StageTime> stage_times(const ModelSpec& model, const HardwareProfile
   const StateBytes sb = state_bytes(work.dtype);
   const int v = l.virtual_stages();
   const Count m = prog.micro_batches;
-
-  // Gradient-reduction groups: dense weights over dp x cp (stride tp), expert weights over the
-  // expert-data group.
-  const GroupPlacement dense_group = place_gradient_group(l, hw.gpus_per_node);
-  const GroupPlacement expert_group = pricer.placement(Group::ExpertData);
 
   std::vector<StageTime> out;
   for (const StageProgram& st : prog.stages) {
@@ -97,67 +79,37 @@ std::vector<StageTime> stage_times(const ModelSpec& model, const HardwareProfile
     s.pp = send_f + send_b;
     s.overhead = f.overhead + b.overhead;
 
-    // Data-parallel traffic of this stage and how much of it the backward hides.
-    const Bytes dense_grads = double(st.dense_params) * sb.gradient;
-    const Bytes expert_grads = double(st.expert_params) * sb.gradient;
-    const Bytes dense_weights = double(st.dense_params) * sb.weight;
-    const Bytes expert_weights = double(st.expert_params) * sb.weight;
-    const Collective grad_op = l.zero == 0 ? Collective::AllReduce : Collective::ReduceScatter;
-    const Seconds grad_comm = collective_time(grad_op, dense_grads, dense_group, hw) +
-                              collective_time(grad_op, expert_grads, expert_group, hw);
-    const Seconds param_gather = collective_time(Collective::AllGather, dense_weights, dense_group, hw) +
-                                 collective_time(Collective::AllGather, expert_weights, expert_group, hw);
+    // Data-parallel traffic of this stage and how much of it the compute hides.
+    const DpTraffic dp = dp_traffic(model, hw, work, l, st);
     const FrameworkTraits fw = framework_traits(work.framework);
-    int chunks = 1;
-    if (l.dp_overlap == DpOverlap::PerLayer) chunks = std::max(1, st.layers);
-    else if (l.dp_overlap == DpOverlap::Bucketed) chunks = std::max(1, int(std::ceil((dense_grads + expert_grads) / l.bucket_bytes)));
-    // Chunked reductions pay the small-message penalty: price each chunk at its own size.
-    Seconds grad_comm_chunked = grad_comm;
-    if (chunks > 1) {
-      grad_comm_chunked = chunks * (collective_time(grad_op, dense_grads / chunks, dense_group, hw) +
-                                    collective_time(grad_op, expert_grads / chunks, expert_group, hw));
-    }
-    const Seconds window = b.compute;  // one micro-batch's backward
-    const Seconds reduce_exposed = overlap::exposed_grad_reduction(l.dp_overlap, grad_comm_chunked, window, chunks);
+    // One micro-batch's backward as it runs, exposed TP/CP/EP communication included: the DP
+    // stream keeps reducing while the compute stream waits on those (the simulator does the same).
+    const Seconds window = b.duration();
+    const Seconds reduce_exposed = l.dp_overlap == DpOverlap::None
+                                       ? dp.full_reduction
+                                       : overlap::exposed_grad_reduction(l.dp_overlap, dp.reductions_time(), window, dp.reductions);
     // The updated parameters are gathered after the step; Megatron overlaps that with the next
     // forward, one bucket at a time, when DP overlap is on.
     const Seconds gather_after_step = fw.overlap_param_gather && l.dp_overlap != DpOverlap::None
-                                          ? overlap::exposed_param_gather(param_gather, f.compute, std::max(1, chunks))
-                                          : param_gather;
+                                          ? overlap::exposed_param_gather(dp.param_gather, s.forward, dp.reductions)
+                                          : dp.param_gather;
+    const int layers = std::max(1, st.layers);
     switch (l.zero) {
       case 0: s.dp = reduce_exposed; break;
       case 1: s.dp = reduce_exposed + gather_after_step; break;
       case 2: s.dp = double(m) * reduce_exposed + gather_after_step; break;  // reduced every micro-batch
       case 3: {
-        const int layers = std::max(1, st.layers);
-        // Every gather pays its own latency: one per layer (FSDP), or one per parameter tensor
-        // (DeepSpeed); gradients are reduce-scattered per layer or per DeepSpeed bucket.
-        int gathers = layers;
-        if (fw.zero3_gather_per_tensor) {
-          gathers = st.dense_layers * parameter_tensors_per_layer(model, l, false) +
-                    st.moe_layers * parameter_tensors_per_layer(model, l, true);
-          gathers = std::max(layers, gathers);
-        }
-        const Seconds gathers_time =
-            gathers * (collective_time(Collective::AllGather, dense_weights / gathers, dense_group, hw) +
-                       collective_time(Collective::AllGather, expert_weights / gathers, expert_group, hw));
-        const int reductions = fw.zero3_reduce_bucket > 0
-                                   ? std::max(1, int(std::ceil((dense_grads + expert_grads) / fw.zero3_reduce_bucket)))
-                                   : layers;
-        const Seconds reductions_time =
-            reductions * (collective_time(Collective::ReduceScatter, dense_grads / reductions, dense_group, hw) +
-                          collective_time(Collective::ReduceScatter, expert_grads / reductions, expert_group, hw));
-        const Seconds gather_f = overlap::exposed_param_gather(gathers_time, f.compute, layers);
-        if (l.pp > 1 && fw.zero3_keeps_params_under_pp) {
-          // Gathered once in the first forward and kept; the pipeline stage turns gradient sync off
-          // for all but the last micro-batch, so gradients accumulate unsharded and are
+        const Seconds gather_f = overlap::exposed_param_gather(dp.gather_pass, f.compute, layers);
+        if (dp.gather_once) {
+          // Gathered in the first forward and kept; gradients accumulate unsharded and are
           // reduce-scattered once, during the last backward.
-          s.dp = gather_f + overlap::exposed_grad_reduction(DpOverlap::PerLayer, reductions_time, window, layers);
+          s.dp = gather_f + overlap::exposed_grad_reduction(DpOverlap::PerLayer, dp.reductions_time(), window, dp.reductions);
           break;
         }
         // In the backward the parameter gathers and the gradient reduce-scatters share the same
         // link, so they hide behind the backward together, not each on its own.
-        const Seconds backward = overlap::exposed_zero3_backward(l.dp_overlap, gathers_time, reductions_time, window, layers);
+        const Seconds backward =
+            overlap::exposed_zero3_backward(l.dp_overlap, dp.gather_pass, dp.reductions_time(), window, layers);
         s.dp = double(m) * (gather_f + backward);
         break;
       }

@@ -69,13 +69,22 @@ FitResult fit_profile_to_runs(const CsvTable& runs, const std::string& hardware,
     };
     opt.adjust_hardware = [&](HardwareProfile& hw) { apply_fit(hw, params); };
     const ValidationReport rep = validate_runs(runs, opt);
-    auto it = rep.metrics.find("iter_s");
-    if (rows) *rows = it == rep.metrics.end() ? 0 : it->second.n;
-    return it == rep.metrics.end() ? 1e9 : it->second.mape_pct;
+    // Every throughput metric a row measured counts once: iter_s for vTrain's rows, TFLOP/s,
+    // MFU or tokens/s for published runs (they are the same step time seen differently).
+    int n = 0;
+    double sum = 0;
+    for (const char* metric : {"iter_s", "tflops_hw", "tflops_model", "mfu_pct", "tokens_per_gpu_s"}) {
+      auto it = rep.metrics.find(metric);
+      if (it == rep.metrics.end()) continue;
+      n += it->second.n;
+      sum += it->second.n * it->second.mape_pct;
+    }
+    if (rows) *rows = n;
+    return n == 0 ? 1e9 : sum / n;
   };
   result.initial_fit_mape_pct = score(result.parameters, fit_parity, &result.fit_rows);
   result.initial_holdout_mape_pct = score(result.parameters, 1 - fit_parity, &result.holdout_rows);
-  if (result.fit_rows == 0) throw UsageError("no rows on hardware '" + hardware + "' with a measured iter_s to fit");
+  if (result.fit_rows == 0) throw UsageError("no rows on hardware '" + hardware + "' with a measured step time or throughput to fit");
 
   // Coordinate descent on a log grid, narrowing each round.
   double best = result.initial_fit_mape_pct;

@@ -1,5 +1,5 @@
 #pragma once
-// Fitting a hardware profile's efficiency parameters to measured runs (iter_s of a validation
+// Fitting a hardware profile's efficiency parameters to measured runs (step time and throughput of a validation
 // CSV): GEMM efficiency curve, attention and memory-bandwidth efficiency, the per-op dispatch
 // floor and the collective curves. Never per-row constants: one profile for all rows, fitted on a
 // split, and the error reported on the rows left out.

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "simulator/collective_cost.hpp"
+#include "simulator/dp_traffic.hpp"
 #include "simulator/memory_model.hpp"
 #include "simulator/op_cost.hpp"
 #include "simulator/op_list_cost.hpp"
@@ -42,7 +43,6 @@ PipelineInputs pipeline_inputs(const ModelSpec& model, const HardwareProfile& hw
   // things happen, not what they cost.
   const std::vector<StageTime> closed = stage_times(model, hw, work, l, prog);
   const std::vector<MemoryBreakdown> memory = stage_memory(model, hw, work, l, prog);
-  const StateBytes sb = state_bytes(work.dtype);
   const int v = l.virtual_stages();
 
   PipelineInputs in;
@@ -52,12 +52,11 @@ PipelineInputs pipeline_inputs(const ModelSpec& model, const HardwareProfile& hw
   in.dp_overlap = l.dp_overlap;
   const GroupPlacement pp_place = pricer.placement(Group::PP);
   in.pp_link = pp_place.crosses_nodes ? Link::InterNode : Link::IntraNode;
-  // Gradient-reduction groups as the closed form places them: dense weights over dp x cp, expert
-  // weights over the expert-data group.
-  const GroupPlacement dense_group = place_gradient_group(l, hw.gpus_per_node);
-  const GroupPlacement expert_group = pricer.placement(Group::ExpertData);
-  in.dp_link = dense_group.crosses_nodes || expert_group.crosses_nodes ? Link::InterNode : Link::IntraNode;
-  const Collective grad_op = l.zero == 0 ? Collective::AllReduce : Collective::ReduceScatter;
+  const FrameworkTraits fw = framework_traits(work.framework);
+  in.dp_link = place_gradient_group(l, hw.gpus_per_node).crosses_nodes ||
+                       pricer.placement(Group::ExpertData).crosses_nodes
+                   ? Link::InterNode
+                   : Link::IntraNode;
 
   for (size_t si = 0; si < prog.stages.size(); ++si) {
     const StageProgram& st = prog.stages[si];
@@ -73,22 +72,16 @@ PipelineInputs pipeline_inputs(const ModelSpec& model, const HardwareProfile& hw
     const double in_flight = in_flight_micro_batches(l, prog.micro_batches, st.stage);
     s.static_memory = mem.total() - (1.0 + kFragmentation) * in_flight * per_mb_saved;
 
-    // Data-parallel traffic, priced as the closed form prices it.
-    const Bytes dense_grads = double(st.dense_params) * sb.gradient;
-    const Bytes expert_grads = double(st.expert_params) * sb.gradient;
-    s.full_reduction = collective_time(grad_op, dense_grads, dense_group, hw) +
-                       collective_time(grad_op, expert_grads, expert_group, hw);
-    int reductions = 1;
-    if (l.dp_overlap == DpOverlap::PerLayer) reductions = std::max(1, st.layers);
-    else if (l.dp_overlap == DpOverlap::Bucketed)
-      reductions = std::max(1, int(std::ceil((dense_grads + expert_grads) / l.bucket_bytes)));
-    const Seconds one_reduction = collective_time(grad_op, dense_grads / reductions, dense_group, hw) +
-                                  collective_time(grad_op, expert_grads / reductions, expert_group, hw);
-    const Seconds param_gather =
-        collective_time(Collective::AllGather, double(st.dense_params) * sb.weight, dense_group, hw) +
-        collective_time(Collective::AllGather, double(st.expert_params) * sb.weight, expert_group, hw);
-    if (l.zero == 1 || l.zero == 2) s.post_step_gather = param_gather;
-
+    // Data-parallel traffic, the closed form's (dp_traffic), scheduled here.
+    const DpTraffic dp = dp_traffic(model, hw, work, l, st);
+    s.full_reduction = dp.full_reduction;
+    s.reduce_every_micro_batch = dp.reduce_every_micro_batch;
+    s.gather_once = dp.gather_once;
+    // Megatron's overlapped parameter gather after the step hides behind the next step's first
+    // forward: only what the closed form leaves exposed runs after the optimizer here.
+    s.post_step_gather = fw.overlap_param_gather && l.dp_overlap != DpOverlap::None
+                             ? overlap::exposed_param_gather(dp.param_gather, closed[si].forward, dp.reductions)
+                             : dp.param_gather;
     for (int c = 0; c < v; ++c) {
       ChunkInputs ch;
       const double dense_layers = double(st.dense_layers) / v, moe_layers = double(st.moe_layers) / v;
@@ -116,9 +109,9 @@ PipelineInputs pipeline_inputs(const ModelSpec& model, const HardwareProfile& hw
       }
       ch.activations = (1.0 + kFragmentation) * saved;
       // Reductions spread over the chunks as evenly as whole reductions allow.
-      ch.reductions = reductions / v + (c < reductions % v ? 1 : 0);
-      ch.reduction = one_reduction;
-      ch.param_gather = l.zero == 3 ? param_gather / v : 0;
+      ch.reductions = dp.reductions / v + (c < dp.reductions % v ? 1 : 0);
+      ch.reduction = dp.reduction;
+      ch.param_gather = l.zero == 3 ? dp.gather_pass / v : 0;
       s.chunks.push_back(ch);
     }
     in.stages.push_back(std::move(s));

@@ -85,6 +85,7 @@ SimulationResult simulate_pipeline(const PipelineInputs& in) {
     auto gather_for = [&](const ScheduledBlock& b) {
       const ChunkInputs& ch = st.chunks[size_t(b.chunk)];
       if (in.zero < 3 || ch.param_gather <= 0 || b.phase == Phase::WeightGrad) return -1;
+      if (st.gather_once && (b.phase != Phase::Forward || b.micro_batch != 0)) return -1;
       return add_dp(TaskKind::ParamGather, ch.param_gather, b.chunk, b.micro_batch, 0);
     };
 
@@ -107,7 +108,8 @@ SimulationResult simulate_pipeline(const PipelineInputs& in) {
       bk.last_compute = id;
 
       // ZeRO-3: the block starts once its first layer's parameters are gathered and cannot end
-      // before the last layer's are; the next block's gather is prefetched as this one starts.
+      // before the last layer's are; a backward block's gather is prefetched one layer ahead, as
+      // this block's last layer starts (FSDP's backward prefetch).
       if (gather_next >= 0) {
         sim.depend(id, gather_next, 1.0 / std::max(1, ch.layers));
         sim.finish_after(id, gather_next);
@@ -115,14 +117,17 @@ SimulationResult simulate_pipeline(const PipelineInputs& in) {
       gather_next = -1;
       if (k + 1 < order.size()) {
         gather_next = gather_for(order[k + 1]);
-        if (gather_next >= 0) sim.depend(gather_next, id, 0.0);
+        // A forward's first gather is issued when that forward starts (FSDP prefetches within a
+        // pass, not across micro-batches), so it waits for this block to end.
+        const double issue_at = order[k + 1].phase == Phase::Forward ? 1.0 : 1.0 - 1.0 / std::max(1, ch.layers);
+        if (gather_next >= 0) sim.depend(gather_next, id, issue_at);
       }
 
       // Gradient reduction: per layer or bucket as the layers of this block finish (reverse order
       // within the block, so the j-th reduction is ready after (j+1)/n of the block), on the last
       // micro-batch only (DDP's no_sync) unless ZeRO-2/3 reduce every micro-batch.
       if (b.phase == grad_phase) {
-        const bool reduce_now = in.zero >= 2 || b.micro_batch == m - 1;
+        const bool reduce_now = st.reduce_every_micro_batch || b.micro_batch == m - 1;
         if (in.dp_overlap == DpOverlap::None) {
           if (++grads_done[size_t(b.micro_batch)] == v && reduce_now && st.full_reduction > 0)
             sim.depend(add_dp(TaskKind::GradReduce, st.full_reduction, b.chunk, b.micro_batch, 0), id);

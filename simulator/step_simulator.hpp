@@ -41,7 +41,9 @@ struct StageInputs {
   Seconds send = 0;                 // one activation or gradient send to a neighbour stage
   Seconds full_reduction = 0;       // dp_overlap none: the stage's whole gradient in one collective
   Seconds optimizer = 0;
-  Seconds post_step_gather = 0;     // ZeRO-1/2: all-gather of the updated parameters after the step
+  Seconds post_step_gather = 0;     // ZeRO-1/2: the exposed all-gather of the updated parameters after the step
+  bool reduce_every_micro_batch = false;  // ZeRO-2/3; otherwise only the last micro-batch reduces
+  bool gather_once = false;               // ZeRO-3 parameters gathered in the first forward and kept
   Bytes static_memory = 0;          // model state, buffers, workspace: held the whole step
 };
 

@@ -7,6 +7,7 @@
 #include "simulator/collective_cost.hpp"
 #include "simulator/cost_model.hpp"
 #include "simulator/hardware_profile.hpp"
+#include "simulator/step_simulator.hpp"
 
 using namespace sixfold;
 
@@ -114,4 +115,30 @@ TEST_CASE("torchtitan keeps FSDP parameters gathered under pipelining") {
   const Prediction tt1 = predict(m, hw, work(8192, 32, Framework::Torchtitan), l);
   const Prediction meg1 = predict(m, hw, work(8192, 32, Framework::Megatron), l);
   CHECK(tt1.memory.weights == meg1.memory.weights);
+}
+
+TEST_CASE("the simulator schedules the same framework traffic as the closed form prices") {
+  const HardwareProfile hw = load_hardware("h100-sxm-80g");
+  struct Case {
+    const char* model;
+    Framework framework;
+    int dp, tp, pp, zero;
+  };
+  for (const Case& c : {Case{"llama3-70b", Framework::Torchtitan, 4, 8, 4, 3}, Case{"llama3-8b", Framework::DeepSpeed, 64, 1, 1, 3},
+                        Case{"llama3-8b", Framework::Megatron, 64, 1, 1, 1}, Case{"llama3-70b", Framework::Megatron, 8, 8, 4, 1}}) {
+    CAPTURE(c.model);
+    CAPTURE(to_string(c.framework));
+    const ModelSpec m = load_model(c.model);
+    Layout l;
+    l.dp = c.dp;
+    l.tp = c.tp;
+    l.sp = c.tp > 1;
+    l.pp = c.pp;
+    l.zero = c.zero;
+    l.recompute = Recompute::Full;
+    const Workload w = work(8192, 8 * c.dp, c.framework);
+    const Prediction closed = predict(m, hw, w, l);
+    const SimulationResult sim = simulate_step(m, hw, w, l);
+    CHECK(sim.step_time == doctest::Approx(closed.step_time).epsilon(0.03));
+  }
 }

@@ -173,7 +173,7 @@ struct CalibrateCommand {
     char date[32];
     std::time_t now = std::time(nullptr);
     std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
-    std::printf("# fit of %s to iter_s of %s, %s rows (%d), %d rounds, %s\n", hardware.c_str(), runs.c_str(), split.c_str(),
+    std::printf("# fit of %s to the step time and throughput of %s, %s rows (%d), %d rounds, %s\n", hardware.c_str(), runs.c_str(), split.c_str(),
                 fit.fit_rows, rounds, date);
     std::printf("# MAPE on fitted rows: %.2f%% -> %.2f%%; on %d held-out rows: %.2f%% -> %.2f%%\n", fit.initial_fit_mape_pct,
                 fit.fit_mape_pct, fit.holdout_rows, fit.initial_holdout_mape_pct, fit.holdout_mape_pct);
@@ -184,7 +184,7 @@ struct CalibrateCommand {
 
 Registrar reg("calibrate", "fit a hardware profile to measured runs (or, with a GPU, to microbenchmarks)", [](CLI::App& app) {
   auto cmd = std::make_shared<CalibrateCommand>();
-  app.add_option("--from-runs", cmd->runs, "validation CSV of measured runs to fit iter_s to");
+  app.add_option("--from-runs", cmd->runs, "validation CSV of measured runs to fit step time and throughput (iter_s, TFLOP/s, MFU, tokens/s) to");
   app.add_option("--hardware", cmd->hardware, "the profile to fit (rows on other GPUs are ignored); with --from-kineto or --backend cuda the base profile");
   app.add_option("--split", cmd->split, "even: fit even rows, report odd ones (default); odd: the reverse");
   app.add_option("--rounds", cmd->rounds, "coordinate-descent rounds (default 3)");
