@@ -1,5 +1,7 @@
 // The Chrome trace of a simulated step: parses as JSON, every event is well formed, no two events
-// overlap on one stream; and the seed's DP experiment (4 x H100), whose trace shows the overlap.
+// overlap on one stream; and the seed's DP experiment (4 x H100), whose trace shows the overlap and
+// whose timeline is checked against a golden file (SIXFOLD_UPDATE_GOLDEN=1 rewrites it after an
+// intended change to the cost model; review the diff).
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -9,6 +11,8 @@
 #include <map>
 #include <sstream>
 
+#include <cstdlib>
+
 #include "models/model_zoo.hpp"
 #include "simulator/step_simulator.hpp"
 #include "simulator/trace_writer.hpp"
@@ -16,6 +20,21 @@
 using namespace sixfold;
 
 namespace {
+
+const std::string kDpGolden = std::string(SIXFOLD_SOURCE_DIR) + "/tests/simulator/fixtures/seed_dp_timeline.json";
+
+// The timeline of a simulated step as the golden file keeps it: every task's stream, kind and
+// span in microseconds, in start order.
+nlohmann::json timeline(const SimulationResult& r) {
+  std::vector<const Task*> tasks;
+  for (const Task& t : r.tasks) tasks.push_back(&t);
+  std::stable_sort(tasks.begin(), tasks.end(), [](const Task* a, const Task* b) { return a->start < b->start; });
+  nlohmann::json events = nlohmann::json::array();
+  for (const Task* t : tasks)
+    events.push_back({{"stream", to_string(t->stream)}, {"kind", to_string(t->kind)}, {"mb", t->micro_batch},
+                      {"start_us", t->start * 1e6}, {"end_us", t->end * 1e6}});
+  return {{"step_time_us", r.step_time * 1e6}, {"events", events}};
+}
 
 struct Case {
   const char* model;
@@ -137,9 +156,39 @@ TEST_CASE("seed DP experiment on 4 x H100: none slowest, and the trace shows the
     validate_layout(model, l, w, 4);
     runs[mode] = simulate_step(model, hw, w, l);
   }
+  // Golden timeline: the same events, in the same order, at the same times (to 0.01%).
+  nlohmann::json now;
+  for (auto& [mode, r] : runs) now[to_string(mode)] = timeline(r);
+  if (std::getenv("SIXFOLD_UPDATE_GOLDEN")) {
+    std::ofstream(kDpGolden) << now.dump(1) << "\n";
+  } else {
+    std::ifstream in(kDpGolden);
+    REQUIRE_MESSAGE(in.good(), "missing golden file " << kDpGolden << " (SIXFOLD_UPDATE_GOLDEN=1 writes it)");
+    const nlohmann::json golden = nlohmann::json::parse(in);
+    for (auto& [mode, r] : runs) {
+      const std::string name = to_string(mode);
+      CAPTURE(name);
+      const nlohmann::json& g = golden.at(name);
+      const nlohmann::json& n = now.at(name);
+      CHECK(n["step_time_us"].get<double>() == doctest::Approx(g["step_time_us"].get<double>()).epsilon(1e-4));
+      REQUIRE(n["events"].size() == g["events"].size());
+      for (size_t i = 0; i < g["events"].size(); ++i) {
+        const auto &ge = g["events"][i], &ne = n["events"][i];
+        CAPTURE(i);
+        CHECK(ne["stream"] == ge["stream"]);
+        CHECK(ne["kind"] == ge["kind"]);
+        CHECK(ne["mb"] == ge["mb"]);
+        CHECK(ne["start_us"].get<double>() == doctest::Approx(ge["start_us"].get<double>()).epsilon(1e-4));
+        CHECK(ne["end_us"].get<double>() == doctest::Approx(ge["end_us"].get<double>()).epsilon(1e-4));
+      }
+    }
+  }
+
   const Seconds naive = runs[DpOverlap::None].step_time;
   CHECK(runs[DpOverlap::PerLayer].step_time < naive);
   CHECK(runs[DpOverlap::Bucketed].step_time < naive);
+  // The seed's order: naive slowest, then per-layer, bucketed fastest (fewer, larger all-reduces).
+  CHECK(runs[DpOverlap::Bucketed].step_time < runs[DpOverlap::PerLayer].step_time);
   CHECK(runs[DpOverlap::PerLayer].breakdown.dp_comm < runs[DpOverlap::None].breakdown.dp_comm);
 
   for (auto& [mode, r] : runs) {
