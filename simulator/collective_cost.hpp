@@ -26,6 +26,8 @@ double bus_factor(Collective c, int n);
 // drives one NIC per member in each node in parallel (NCCL runs a ring per NIC), so its bus
 // bandwidth is the per-NIC curve times the members per node, up to the NVLink curve.
 // Seconds for one collective of `message` bytes (nccl-tests "size") on a group so placed.
+// Inside a node each ring step adds the curve's step_latency to its latency.
+double intra_node_ring_steps(Collective c, const GroupPlacement& where);
 Seconds collective_time(Collective c, Bytes message, const GroupPlacement& where, const HardwareProfile& hw);
 
 }  // namespace sixfold
