@@ -50,6 +50,20 @@ double bus_factor(Collective c, int n) {
   return 0;
 }
 
+// Ring steps of a collective inside a node: 2(n-1) for an all-reduce (reduce-scatter then
+// all-gather), n-1 for an all-gather or reduce-scatter. NCCL's own tuning model prices a ring
+// collective as baseLat + nsteps x hwLat with these nsteps (src/graph/tuning.cc,
+// ncclTopoTuneModel). Groups across nodes keep their one fitted latency.
+double intra_node_ring_steps(Collective c, const GroupPlacement& where) {
+  if (where.crosses_nodes || where.size <= 1) return 0;
+  switch (c) {
+    case Collective::AllReduce: return 2.0 * (where.size - 1);
+    case Collective::AllGather:
+    case Collective::ReduceScatter: return where.size - 1.0;
+    default: return 0;
+  }
+}
+
 Seconds collective_time(Collective c, Bytes message, const GroupPlacement& where, const HardwareProfile& hw) {
   if (c == Collective::None || message <= 0) return 0;
   if (where.size <= 1 && c != Collective::SendRecv) return 0;
@@ -60,8 +74,11 @@ Seconds collective_time(Collective c, Bytes message, const GroupPlacement& where
   // Small messages reach a fraction of the peak bus bandwidth: size / (size + half_size).
   const double busbw = peak * message / (message + curve.half_size);
   const int steps = c == Collective::RingExchange ? where.size - 1 : 1;
+  // Inside a node each ring step adds the curve's step latency; across nodes NCCL's own latency
+  // model takes over where it exceeds the profile's (large groups).
   const Seconds latency = where.crosses_nodes ? std::max(curve.latency, ring_latency(c, where)) : curve.latency;
-  return steps * latency + bus_factor(c, where.size) * message / busbw;
+  return steps * latency + intra_node_ring_steps(c, where) * curve.step_latency +
+         bus_factor(c, where.size) * message / busbw;
 }
 
 Seconds ring_latency(Collective c, const GroupPlacement& where) {

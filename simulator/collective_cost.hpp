@@ -25,6 +25,8 @@ double bus_factor(Collective c, int n);
 // Seconds for one collective of `message` bytes on a group so placed. A group that spans nodes
 // drives one NIC per member in each node in parallel (NCCL runs a ring per NIC), so its bus
 // bandwidth is the per-NIC curve times the members per node, up to the NVLink curve.
+// Inside a node each ring step adds the curve's step_latency to its latency.
+double intra_node_ring_steps(Collective c, const GroupPlacement& where);
 Seconds collective_time(Collective c, Bytes message, const GroupPlacement& where, const HardwareProfile& hw);
 
 // Start-up latency of a ring (or, for all-reduce, tree) collective across nodes, which grows

@@ -163,6 +163,7 @@ class ProfileReader {
   }
 
   const YamlDoc& doc() const { return doc_; }
+  std::map<std::string, std::string>& provenance() { return provenance_; }
 
  private:
   template <typename Parse>
@@ -206,13 +207,20 @@ class ProfileReader {
 CollectiveCurve read_curve(ProfileReader& r, const YAML::Node& root, const std::string& key) {
   YAML::Node n = root[key];
   if (!n) yaml_field_error(r.doc(), root, key, "missing");
-  r.only_keys(n, key, {"peak_busbw", "half_size", "latency"});
+  r.only_keys(n, key, {"peak_busbw", "half_size", "latency", "step_latency"});
   CollectiveCurve c;
   c.peak_busbw = r.rate(n, "peak_busbw", key + ".peak_busbw");
   r.require_positive(n, "peak_busbw", key + ".peak_busbw", c.peak_busbw);
   c.half_size = r.size(n, "half_size", key + ".half_size");
   r.require_non_negative(n, "half_size", key + ".half_size", c.half_size);
   c.latency = r.duration(n, "latency", key + ".latency");
+  // Optional: profiles without it price one latency per collective whatever the group size.
+  if (n["step_latency"]) {
+    c.step_latency = r.duration(n, "step_latency", key + ".step_latency");
+    r.require_non_negative(n, "step_latency", key + ".step_latency", c.step_latency);
+  } else {
+    r.provenance()[key + ".step_latency"] = "prior: 0 (one latency per collective; not fitted)";
+  }
   return c;
 }
 
@@ -265,7 +273,7 @@ HardwareProfile parse_hardware(const std::string& yaml_text, const std::string& 
               {"name", "description", "peak_tflops", "memory_capacity", "memory_bandwidth", "sm_count",
                "gpus_per_node", "intra_node_bandwidth", "pcie_only", "network_bandwidth", "network_latency",
                "gemm", "attention_efficiency", "memory_efficiency", "intra_node", "inter_node",
-               "context_memory", "kernel_overhead"});
+               "context_memory", "kernel_overhead", "dispatch_overlap"});
 
   hw.name = required<std::string>(doc, root, "name");
   hw.description = optional<std::string>(doc, root, "description", "");
@@ -327,6 +335,14 @@ HardwareProfile parse_hardware(const std::string& yaml_text, const std::string& 
     r.require_non_negative(root, "kernel_overhead", "kernel_overhead", hw.kernel_overhead);
   } else {
     hw.provenance["kernel_overhead"] = "prior: 4 us per kernel launch (CUDA launch latency; not yet fitted)";
+  }
+  // Optional: profiles without it keep the additive dispatch model they were fitted with.
+  if (root["dispatch_overlap"]) {
+    hw.dispatch_overlap = r.number(root, "dispatch_overlap", "dispatch_overlap");
+    r.require_non_negative(root, "dispatch_overlap", "dispatch_overlap", hw.dispatch_overlap);
+    if (hw.dispatch_overlap > 1) yaml_field_error(doc, root["dispatch_overlap"], "dispatch_overlap", "must be within [0, 1]");
+  } else {
+    hw.provenance["dispatch_overlap"] = "prior: 0 (host dispatch adds to GPU time; not fitted)";
   }
   return hw;
 }

@@ -26,6 +26,10 @@ struct CollectiveCurve {
   BytesPerSec peak_busbw = 0;
   Bytes half_size = 1 * kMiB;
   Seconds latency = 10e-6;
+  // Latency per ring step: a ring all-reduce on n ranks takes 2(n-1) steps, an all-gather or
+  // reduce-scatter n-1 (NCCL's tuning model, src/graph/tuning.cc, prices a ring collective as
+  // baseLat + nsteps x hwLat). 0: one latency whatever the group size.
+  Seconds step_latency = 0;
 };
 
 struct HardwareProfile {
@@ -47,6 +51,7 @@ struct HardwareProfile {
   CollectiveCurve inter_node;            // collectives whose group spans nodes
   Bytes context_memory = 0;              // CUDA context + cuBLAS/NCCL workspaces held per GPU
   Seconds kernel_overhead = 4e-6;        // host dispatch per op (framework + launch): op lists take at least ops x this
+  double dispatch_overlap = 0;           // share of min(host, GPU) time of an op list that hides behind the other
   std::map<std::string, std::string> provenance;
 
   FlopsPerSec peak(Dtype d) const;       // throws Error when the profile lacks that dtype

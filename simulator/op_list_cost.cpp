@@ -50,7 +50,9 @@ OpListCost price_op_list(const std::vector<Op>& ops, size_t recompute_ops, const
   c.cp_exposed += pending_ring;
   c.tp_exposed = overlap::exposed_tp(c.tp_raw, gemms, tp_overlap);
   const Seconds gpu = c.duration();
-  c.overhead = overlap::dispatch_bound(gpu, priced, pricer.hardware().kernel_overhead) - gpu;
+  const HardwareProfile& hw = pricer.hardware();
+  const Seconds host = priced * hw.kernel_overhead;
+  c.overhead = overlap::dispatch_bound(gpu, host, hw.dispatch_overlap) - gpu;
   return c;
 }
 

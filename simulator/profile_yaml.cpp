@@ -71,9 +71,11 @@ std::string hardware_profile_yaml(const HardwareProfile& hw, const std::string& 
     field("  ", level + ".peak_busbw", "peak_busbw", num(curve.peak_busbw / 1e9, "GB/s"));
     field("  ", level + ".half_size", "half_size", bytes(curve.half_size));
     field("  ", level + ".latency", "latency", num(curve.latency * 1e6, "us"));
+    field("  ", level + ".step_latency", "step_latency", num(curve.step_latency * 1e6, "us"));
   }
   field("", "context_memory", "context_memory", bytes(hw.context_memory));
   field("", "kernel_overhead", "kernel_overhead", num(hw.kernel_overhead * 1e6, "us"));
+  field("", "dispatch_overlap", "dispatch_overlap", num(hw.dispatch_overlap));
   return y.str();
 }
 
