@@ -264,6 +264,9 @@ void add_backward(std::vector<Op>& out, const Op& f) {
     case OpKind::Memory: {
       Op b = f;
       b.bytes = 1.5 * f.bytes;  // reads the gradient and the saved input, writes one gradient
+      // The loss's backward works on the saved softmax in place: subtract the one-hot and scale
+      // (8 + 8 bytes per logit), then cast the gradient back (4 + a): ~22 of the forward's ~38.
+      if (f.op_class == OpClass::Loss) b.bytes = f.bytes * 22.0 / 38.0;
       b.saved = 0;
       out.push_back(b);
       break;
@@ -447,8 +450,10 @@ StepProgram expand_step_program(const ModelSpec& m, const Layout& l, const Workl
       tp_enter(st.post_forward, d, "head_allgather");
       st.post_forward.push_back(with_saved(gemm("lm_head", OpClass::Gemm, T, vocab_rank, h), Bytes(Ts * h * d.gemm_input)));
       // Vocab-parallel cross-entropy in fp32: max, sum-exp and target logit all-reduced over TP;
-      // the fp32 softmax is kept for the backward (Korthikanti et al.: 4sbv/t).
-      Op ce = with_saved(memory("cross_entropy", OpClass::Loss, Bytes(T * vocab_rank * (a + 4 + 4))), Bytes(T * vocab_rank * 4));
+      // the fp32 softmax is kept for the backward (Korthikanti et al.: 4sbv/t). Each step is its
+      // own kernel over the fp32 logits (Megatron's _VocabParallelCrossEntropy): the cast (read a,
+      // write 4), max (4), subtract and exp in place (8 + 8), sum (4), divide in place (8).
+      Op ce = with_saved(memory("cross_entropy", OpClass::Loss, Bytes(T * vocab_rank * (a + 36))), Bytes(T * vocab_rank * 4));
       st.post_forward.push_back(ce);
       if (l.tp > 1) st.post_forward.push_back(collective("loss_allreduce", Group::TP, Collective::AllReduce, Bytes(3 * T * 4), l.tp));
       // Transient logits at the loss's peak: Megatron's fused loss holds the low-precision logits
