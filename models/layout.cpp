@@ -155,7 +155,10 @@ Schedule parse_schedule(const std::string& s) {
 
 Framework parse_framework(const std::string& s) {
   static const std::pair<const char*, Framework> t[] = {
-      {"megatron", Framework::Megatron}, {"deepspeed", Framework::DeepSpeed}, {"torchtitan", Framework::Torchtitan}};
+      {"megatron", Framework::Megatron},
+      {"deepspeed", Framework::DeepSpeed},
+      {"deepspeed-legacy", Framework::DeepSpeedLegacy},
+      {"torchtitan", Framework::Torchtitan}};
   return parse_enum(s, "framework", t);
 }
 
@@ -163,6 +166,7 @@ std::string to_string(Framework f) {
   switch (f) {
     case Framework::Megatron: return "megatron";
     case Framework::DeepSpeed: return "deepspeed";
+    case Framework::DeepSpeedLegacy: return "deepspeed-legacy";
     case Framework::Torchtitan: return "torchtitan";
   }
   return "?";
@@ -172,13 +176,18 @@ FrameworkTraits framework_traits(Framework f) {
   FrameworkTraits t;
   switch (f) {
     case Framework::Megatron: t.overlap_param_gather = true; break;
+    case Framework::DeepSpeedLegacy:
+      t.zero3_synchronous = true;
+      [[fallthrough]];
     case Framework::DeepSpeed:
       t.zero3_gather_per_tensor = true;
+      t.zero3_regathers_for_recompute = true;
       t.zero3_reduce_bucket = 5e8 * 2;  // DeepSpeed's reduce_bucket_size default, 5e8 fp16 elements
       break;
     case Framework::Torchtitan:
       t.fused_cross_entropy = false;
       t.zero3_keeps_params_under_pp = true;
+      t.sp_keeps_gathered_input = true;
       break;
   }
   return t;

@@ -21,8 +21,10 @@ enum class DpOverlap { None, PerLayer, Bucketed };
 enum class Schedule { GPipe, OneFOneB, Interleaved, ZeroBubble };
 // The training framework whose implementation choices the cost model follows where frameworks
 // differ (framework_traits below). Megatron: Megatron-LM/Megatron-Core and NeMo. DeepSpeed: the
-// DeepSpeed engine, Megatron-DeepSpeed included. Torchtitan: PyTorch FSDP2/DTensor (torchtitan).
-enum class Framework { Megatron, DeepSpeed, Torchtitan };
+// DeepSpeed engine, Megatron-DeepSpeed included. DeepSpeedLegacy: DeepSpeed before mid-2021,
+// whose ZeRO-3 synchronised the GPU before every parameter gather (fixed by DeepSpeed PR #1188,
+// June 2021). Torchtitan: PyTorch FSDP2/DTensor (torchtitan).
+enum class Framework { Megatron, DeepSpeed, DeepSpeedLegacy, Torchtitan };
 
 // What differs between frameworks and changes memory or time.
 struct FrameworkTraits {
@@ -30,9 +32,17 @@ struct FrameworkTraits {
   // F.cross_entropy on fp32-upcast logits (torchtitan) keeps the log-softmax output and, in its
   // backward, holds it with the incoming and outgoing fp32 gradients.
   bool fused_cross_entropy = true;
-  // ZeRO-3 gathers: DeepSpeed's stage 3 all-gathers each parameter tensor on its own; FSDP and
-  // Megatron-FSDP gather one flat buffer per layer.
+  // ZeRO-3 gathers: DeepSpeed's stage 3 all-gathers each weight on its own (tensors under
+  // stage3_param_persistence_threshold, 1e5 elements, i.e. biases and norms, stay resident); FSDP
+  // and Megatron-FSDP gather one flat buffer per layer.
   bool zero3_gather_per_tensor = false;
+  // DeepSpeed releases a weight after its forward and gathers it again for the recomputed
+  // forward of activation checkpointing; FSDP recomputes inside the layer's backward, whose
+  // parameters are already gathered.
+  bool zero3_regathers_for_recompute = false;
+  // Every ZeRO-3 collective waits for the GPU (torch.cuda.synchronize before each all-gather,
+  // DeepSpeed issue #1069 / PR #1188): nothing overlaps with compute.
+  bool zero3_synchronous = false;
   // ZeRO-3 gradient reduce-scatter granularity: 0 = one per layer (FSDP), else a bucket of this
   // many bytes (DeepSpeed reduce_bucket_size, 5e8 elements of fp16).
   Bytes zero3_reduce_bucket = 0;
@@ -44,8 +54,11 @@ struct FrameworkTraits {
   // per-microbatch all-gathers", parallelize_llama.py): each stage keeps its parameters gathered
   // through the step, gathering once per step instead of once per micro-batch, and the pipeline
   // stage turns gradient sync off for all but the last micro-batch (torch.distributed.pipelining),
-  // so gradients accumulate unsharded.
+  // so gradients accumulate unsharded, in FSDP2's fp32 reduce dtype.
   bool zero3_keeps_params_under_pp = false;
+  // With sequence parallelism, DTensor's autograd (torchtitan) saves the all-gathered input of
+  // each column-parallel GEMM; Megatron saves the sharded one and gathers it again.
+  bool sp_keeps_gathered_input = false;
 };
 FrameworkTraits framework_traits(Framework f);
 

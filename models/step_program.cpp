@@ -14,6 +14,7 @@ struct Dims {
   bool sp;
   Count act;                         // activation element width
   Count gemm_input;                  // width of a GEMM input kept for its backward (fp8: the fp8 copy)
+  Count gemm_input_tokens;           // rows of a TP GEMM's input kept for its backward (see make_dims)
   int heads_rank, kv_heads_rank;     // heads on this rank
   int qk_dim, v_dim;
 };
@@ -33,6 +34,9 @@ Dims make_dims(const ModelSpec& m, const Layout& l, const Workload& w) {
   d.act = (w.dtype == Dtype::FP32 || w.dtype == Dtype::TF32) ? 4 : 2;  // fp8 runs keep bf16 activations
   // FP8 GEMMs (TransformerEngine) keep the fp8-cast input for the weight gradient, 1 byte wide.
   d.gemm_input = w.dtype == Dtype::FP8 ? 1 : d.act;
+  // Under SP, Megatron keeps the sequence-sharded input of the column-parallel GEMMs and gathers
+  // it again in the backward; DTensor's autograd (torchtitan) keeps the gathered input.
+  d.gemm_input_tokens = framework_traits(w.framework).sp_keeps_gathered_input ? d.tokens : d.sp_tokens;
   d.heads_rank = m.heads / l.tp;
   // GQA with tp > kv_heads replicates KV heads (Megatron): at least one per rank.
   d.kv_heads_rank = m.mla.enabled ? d.heads_rank : std::max(1, m.kv_heads / l.tp);
@@ -114,16 +118,16 @@ CoreRange add_attention(std::vector<Op>& ops, const ModelSpec& m, const Workload
     const auto& mla = m.mla;
     const Count kv_down = mla.kv_lora_rank + mla.qk_rope_head_dim;
     if (mla.q_lora_rank > 0) {
-      ops.push_back(with_saved(gemm("q_down_proj", OpClass::Gemm, T, mla.q_lora_rank, h), Bytes(Ts * h * d.gemm_input)));
+      ops.push_back(with_saved(gemm("q_down_proj", OpClass::Gemm, T, mla.q_lora_rank, h), Bytes(d.gemm_input_tokens * h * d.gemm_input)));
       ops.push_back(with_saved(gemm("q_up_proj", OpClass::Gemm, T, q_width, mla.q_lora_rank), Bytes(T * mla.q_lora_rank * d.gemm_input)));
     } else {
-      ops.push_back(with_saved(gemm("q_proj", OpClass::Gemm, T, q_width, h), Bytes(Ts * h * d.gemm_input)));
+      ops.push_back(with_saved(gemm("q_proj", OpClass::Gemm, T, q_width, h), Bytes(d.gemm_input_tokens * h * d.gemm_input)));
     }
     ops.push_back(gemm("kv_down_proj", OpClass::Gemm, T, kv_down, h));
     ops.push_back(with_saved(gemm("kv_up_proj", OpClass::Gemm, T, k_width - Count(d.kv_heads_rank) * mla.qk_rope_head_dim + v_width, mla.kv_lora_rank),
                              Bytes(T * mla.kv_lora_rank * d.gemm_input)));
   } else {
-    ops.push_back(with_saved(gemm("qkv_proj", OpClass::Gemm, T, q_width + k_width + v_width, h), Bytes(Ts * h * d.gemm_input)));
+    ops.push_back(with_saved(gemm("qkv_proj", OpClass::Gemm, T, q_width + k_width + v_width, h), Bytes(d.gemm_input_tokens * h * d.gemm_input)));
   }
   if (m.rotary_fraction > 0)
     ops.push_back(memory("rope", OpClass::Elementwise, Bytes(2 * T * (q_width + k_width) * a)));
@@ -199,7 +203,7 @@ void add_dense_mlp(std::vector<Op>& ops, const ModelSpec& m, const Dims& d) {
   const Count Ts = d.sp_tokens, h = d.h, a = d.act;
   ops.push_back(with_saved(memory("mlp_norm", OpClass::Norm, Bytes(2 * Ts * h * a)), Bytes(Ts * h * a)));
   tp_enter(ops, d, "mlp_allgather");
-  add_mlp_body(ops, m, d, d.tokens, m.ffn / d.tp, Ts);
+  add_mlp_body(ops, m, d, d.tokens, m.ffn / d.tp, d.gemm_input_tokens);
   tp_exit(ops, d, "mlp_allreduce", "mlp_reducescatter");
   if (m.dropout) ops.push_back(with_saved(memory("mlp_dropout", OpClass::Elementwise, Bytes(2 * Ts * h * a)), Bytes(Ts * h)));
   ops.push_back(memory("mlp_residual", OpClass::Elementwise, Bytes(3 * Ts * h * a)));
@@ -448,7 +452,7 @@ StepProgram expand_step_program(const ModelSpec& m, const Layout& l, const Workl
     if (st.last) {
       st.post_forward.push_back(with_saved(memory("final_norm", OpClass::Norm, Bytes(2 * Ts * h * a)), Bytes(Ts * h * a)));
       tp_enter(st.post_forward, d, "head_allgather");
-      st.post_forward.push_back(with_saved(gemm("lm_head", OpClass::Gemm, T, vocab_rank, h), Bytes(Ts * h * d.gemm_input)));
+      st.post_forward.push_back(with_saved(gemm("lm_head", OpClass::Gemm, T, vocab_rank, h), Bytes(d.gemm_input_tokens * h * d.gemm_input)));
       // Vocab-parallel cross-entropy in fp32: max, sum-exp and target logit all-reduced over TP;
       // the fp32 softmax is kept for the backward (Korthikanti et al.: 4sbv/t). Each step is its
       // own kernel over the fp32 logits (Megatron's _VocabParallelCrossEntropy): the cast (read a,

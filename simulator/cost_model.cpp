@@ -99,6 +99,11 @@ std::vector<StageTime> stage_times(const ModelSpec& model, const HardwareProfile
       case 1: s.dp = reduce_exposed + gather_after_step; break;
       case 2: s.dp = double(m) * reduce_exposed + gather_after_step; break;  // reduced every micro-batch
       case 3: {
+        const Seconds gather_b = dp.backward_gather_passes * dp.gather_pass;
+        if (dp.synchronous) {  // every collective waits for the GPU and the GPU for it
+          s.dp = double(m) * (dp.gather_pass + gather_b + dp.reductions_time());
+          break;
+        }
         const Seconds gather_f = overlap::exposed_param_gather(dp.gather_pass, f.compute, layers);
         if (dp.gather_once) {
           // Gathered in the first forward and kept; gradients accumulate unsharded and are
@@ -109,7 +114,7 @@ std::vector<StageTime> stage_times(const ModelSpec& model, const HardwareProfile
         // In the backward the parameter gathers and the gradient reduce-scatters share the same
         // link, so they hide behind the backward together, not each on its own.
         const Seconds backward =
-            overlap::exposed_zero3_backward(l.dp_overlap, dp.gather_pass, dp.reductions_time(), window, layers);
+            overlap::exposed_zero3_backward(l.dp_overlap, gather_b, dp.reductions_time(), window, layers);
         s.dp = double(m) * (gather_f + backward);
         break;
       }

@@ -9,16 +9,14 @@
 namespace sixfold {
 
 namespace {
-// Parameter tensors of one layer, the unit DeepSpeed's ZeRO-3 gathers one at a time: the
-// attention and MLP projections (Megatron fuses QKV and the GLU's gate and up), their biases,
-// the norms; MoE layers add each local expert's two projections and the router.
-int parameter_tensors_per_layer(const ModelSpec& m, const Layout& l, bool moe) {
-  const int per_linear = m.linear_bias ? 2 : 1;
-  const int norm = m.norm == NormKind::LayerNorm ? 2 : 1;
-  int t = (m.mla.enabled ? 5 : 2) * per_linear + (m.mla.enabled ? 2 : 0) * norm + 2 * norm;
-  if (moe) t += 1 + 2 * per_linear * (m.moe.num_experts / std::max(1, l.ep) + m.moe.shared_experts);
-  else t += 2 * per_linear;
-  return t;
+// Weights of one layer, the unit DeepSpeed's ZeRO-3 gathers one at a time: the attention
+// projections (Megatron fuses QKV; MLA has five) and the MLP's two (gate and up fused); MoE layers
+// have each local expert's two and the router. Biases and norms stay resident (under DeepSpeed's
+// stage3_param_persistence_threshold of 1e5 elements).
+int weights_per_layer(const ModelSpec& m, const Layout& l, bool moe) {
+  const int attention = m.mla.enabled ? 5 : 2;
+  if (!moe) return attention + 2;
+  return attention + 1 + 2 * (m.moe.num_experts / std::max(1, l.ep) + m.moe.shared_experts);
 }
 }  // namespace
 
@@ -53,9 +51,13 @@ DpTraffic dp_traffic(const ModelSpec& model, const HardwareProfile& hw, const Wo
                        : layers;
     t.gathers = layers;
     if (fw.zero3_gather_per_tensor)
-      t.gathers = std::max(layers, st.dense_layers * parameter_tensors_per_layer(model, l, false) +
-                                       st.moe_layers * parameter_tensors_per_layer(model, l, true));
+      t.gathers = std::max(layers, st.dense_layers * weights_per_layer(model, l, false) +
+                                       st.moe_layers * weights_per_layer(model, l, true));
     t.gather_pass = t.gathers * one_of(Collective::AllGather, dense_weights, expert_weights, t.gathers);
+    if (fw.zero3_regathers_for_recompute && l.recompute == Recompute::Full) t.backward_gather_passes = 2;
+    // Legacy DeepSpeed reduce-scatters each weight's gradient on its own, like its gathers.
+    t.synchronous = fw.zero3_synchronous;
+    if (t.synchronous) t.reductions = t.gathers;
     if (l.pp > 1 && fw.zero3_keeps_params_under_pp) {
       t.gather_once = true;
       t.reduce_every_micro_batch = false;

@@ -14,6 +14,8 @@ struct DpTraffic {
   Seconds reduction = 0;       // one of them
   int gathers = 0;             // ZeRO-3 parameter all-gathers per pass (per layer or per tensor)
   Seconds gather_pass = 0;     // ZeRO-3: all of one pass's gathers (forward, and again in backward)
+  int backward_gather_passes = 1;  // ZeRO-3: 2 where the recomputed forward gathers again (DeepSpeed)
+  bool synchronous = false;        // ZeRO-3 collectives wait for the GPU: none overlaps compute
   Seconds param_gather = 0;    // ZeRO-1/2: the updated parameters gathered once after the step
   bool reduce_every_micro_batch = false;  // ZeRO-2/3 reduce each micro-batch's gradients
   bool gather_once = false;               // ZeRO-3 parameters kept gathered through the step (torchtitan under PP)

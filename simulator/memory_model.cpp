@@ -67,7 +67,8 @@ std::vector<MemoryBreakdown> stage_memory(const ModelSpec& model, const Hardware
     };
     const bool keeps_params = l.zero == 3 && l.pp > 1 && framework_traits(work.framework).zero3_keeps_params_under_pp;
     mb.weights = state(sb.weight, keeps_params ? 4 : 3);
-    mb.gradients = state(sb.gradient, keeps_params ? 4 : 2);
+    // FSDP2 accumulates unsharded gradients across micro-batches in its reduce dtype, fp32.
+    mb.gradients = keeps_params ? state(4, 4) : state(sb.gradient, 2);
     mb.master_weights = state(sb.master, 1);
     mb.optimizer_states = state(sb.optimizer, 1);
 

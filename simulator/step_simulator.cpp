@@ -18,6 +18,10 @@ struct BlockIndex {
   }
 };
 
+Seconds serial_dp(const ChunkInputs& c, Phase ph) {
+  return ph == Phase::Forward ? c.serial_dp_forward : ph == Phase::Backward ? c.serial_dp_backward : 0;
+}
+
 const BlockCost& cost_of(const ChunkInputs& c, Phase ph) {
   switch (ph) {
     case Phase::Forward: return c.forward;
@@ -86,7 +90,8 @@ SimulationResult simulate_pipeline(const PipelineInputs& in) {
       const ChunkInputs& ch = st.chunks[size_t(b.chunk)];
       if (in.zero < 3 || ch.param_gather <= 0 || b.phase == Phase::WeightGrad) return -1;
       if (st.gather_once && (b.phase != Phase::Forward || b.micro_batch != 0)) return -1;
-      return add_dp(TaskKind::ParamGather, ch.param_gather, b.chunk, b.micro_batch, 0);
+      const Seconds gather = b.phase == Phase::Forward ? ch.param_gather : ch.param_gather_backward;
+      return add_dp(TaskKind::ParamGather, gather, b.chunk, b.micro_batch, 0);
     };
 
     if (!order.empty()) gather_next = gather_for(order[0]);
@@ -99,7 +104,7 @@ SimulationResult simulate_pipeline(const PipelineInputs& in) {
       t.kind = kind_of(b.phase);
       t.chunk = b.chunk;
       t.micro_batch = b.micro_batch;
-      t.duration = cost_of(ch, b.phase).duration();
+      t.duration = cost_of(ch, b.phase).duration() + serial_dp(ch, b.phase);
       const int id = sim.add(t);
       block[at(s, b.chunk, b.micro_batch, b.phase)] = id;
       bk.blocks.push_back(id);
@@ -232,6 +237,7 @@ SimulationResult simulate_pipeline(const PipelineInputs& in) {
       ss.cp_comm += c.cp_exposed;
       ss.ep_comm += c.ep;
       dp_waits += std::max(0.0, (t.end - t.start) - t.duration);  // ZeRO-3 gathers that outlast the block
+      dp_waits += serial_dp(ch, ph);
       ss.compute_end = std::max(ss.compute_end, t.end);
       // Activations are saved from the start of the forward and freed when the backward that
       // consumes them ends (ZB-H1's W keeps only GEMM inputs; counted as freed with B).

@@ -32,7 +32,11 @@ struct ChunkInputs {
   Bytes activations = 0;   // saved per micro-batch (fragmentation included) until its backward ends
   Seconds reduction = 0;   // one gradient reduction (layer or bucket) of this chunk
   int reductions = 0;      // how many of them per gradient pass of this chunk (0: no DP traffic)
-  Seconds param_gather = 0;  // ZeRO-3: all-gather of this chunk's parameters before each block
+  Seconds param_gather = 0;  // ZeRO-3: all-gather of this chunk's parameters before a forward block
+  Seconds param_gather_backward = 0;  // and before a backward block (twice where recompute re-gathers)
+  // Synchronous ZeRO-3 (legacy DeepSpeed): the chunk's DP traffic runs inside its blocks, on the
+  // critical path, instead of on the DP stream.
+  Seconds serial_dp_forward = 0, serial_dp_backward = 0;
   int layers = 1;            // transformer layers of the chunk (ZeRO-3 prefetches layer by layer)
 };
 

@@ -128,7 +128,8 @@ Scenario scenario_from_row(const CsvTable& t, size_t r, const HardwareLookup& lo
   const std::string text = t.field(r, "source") + " " + t.field(r, "notes");
   const auto says = [&](const char* word) { return text.find(word) != std::string::npos; };
   if (says("torchtitan")) s.work.framework = Framework::Torchtitan;
-  else if (says("DeepSpeed")) s.work.framework = Framework::DeepSpeed;
+  // DeepSpeed releases of 2021's first half, before its ZeRO-3 gathers stopped synchronising.
+  else if (says("DeepSpeed")) s.work.framework = says(" 2021") ? Framework::DeepSpeedLegacy : Framework::DeepSpeed;
   // The DeepSpeed engine without ZeRO reduces gradients after the backward (no overlap), which is
   // how Megatron-DeepSpeed runs (vTrain's data); other frameworks overlap in buckets.
   const bool megatron_deepspeed = says("Megatron-DeepSpeed");

@@ -53,7 +53,7 @@ TEST_CASE("unknown model or hardware: usage error listing the names") {
   CHECK(contains(r.output, "bf16"));
   r = run_sixfold("predict --model llama3-8b --hardware h100-sxm-80g --framework jax");
   CHECK(r.code == 2);
-  CHECK(contains(r.output, "megatron, deepspeed, torchtitan"));
+  CHECK(contains(r.output, "megatron, deepspeed, deepspeed-legacy, torchtitan"));
   r = run_sixfold("predict --model llama3-8b --hardware h100-sxm-80g --no-such-flag");
   CHECK(r.code == 2);
 }

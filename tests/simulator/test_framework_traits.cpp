@@ -6,6 +6,7 @@
 #include "models/model_zoo.hpp"
 #include "simulator/collective_cost.hpp"
 #include "simulator/cost_model.hpp"
+#include "simulator/dp_traffic.hpp"
 #include "simulator/hardware_profile.hpp"
 #include "simulator/step_simulator.hpp"
 
@@ -24,7 +25,7 @@ Workload work(Count seq, Count batch, Framework f) {
 TEST_CASE("framework names parse, and an unknown one lists the allowed names") {
   CHECK(parse_framework("torchtitan") == Framework::Torchtitan);
   CHECK(to_string(parse_framework("deepspeed")) == "deepspeed");
-  CHECK_THROWS_WITH_AS(parse_framework("jax"), doctest::Contains("allowed: megatron, deepspeed, torchtitan"), UsageError);
+  CHECK_THROWS_WITH_AS(parse_framework("jax"), doctest::Contains("allowed: megatron, deepspeed, deepspeed-legacy, torchtitan"), UsageError);
 }
 
 TEST_CASE("unfused cross-entropy holds two more fp32 gradients of the logits than Megatron's fused loss") {
@@ -106,7 +107,8 @@ TEST_CASE("torchtitan keeps FSDP parameters gathered under pipelining") {
   const Prediction meg = predict(m, hw, work(8192, 32, Framework::Megatron), l);
   // Unsharded: dp times the sharded weights and gradients (to the ceil of the shard).
   CHECK(tt.stage_memory[0].weights == doctest::Approx(4 * meg.stage_memory[0].weights).epsilon(1e-6));
-  CHECK(tt.stage_memory[0].gradients == doctest::Approx(4 * meg.stage_memory[0].gradients).epsilon(1e-6));
+  // Gradients accumulate unsharded in fp32: dp x 2 times the sharded bf16 ones.
+  CHECK(tt.stage_memory[0].gradients == doctest::Approx(8 * meg.stage_memory[0].gradients).epsilon(1e-6));
   // One gather per step instead of one per micro-batch (8 micro-batches here).
   CHECK(tt.time.dp_comm < meg.time.dp_comm);
   // Without pipelining torchtitan reshards as usual.
@@ -141,4 +143,30 @@ TEST_CASE("the simulator schedules the same framework traffic as the closed form
     const SimulationResult sim = simulate_step(m, hw, w, l);
     CHECK(sim.step_time == doctest::Approx(closed.step_time).epsilon(0.03));
   }
+}
+
+TEST_CASE("legacy DeepSpeed's synchronous ZeRO-3 exposes every gather and reduction, in both models") {
+  const ModelSpec m = load_model("gpt3-175b");
+  const HardwareProfile hw = load_hardware("a100-sxm-80g");
+  Layout l;
+  l.dp = 384;
+  l.zero = 3;
+  l.micro_batch = 4;
+  l.recompute = Recompute::Full;
+  const Prediction legacy = predict(m, hw, work(2048, 1536, Framework::DeepSpeedLegacy), l);
+  const Prediction current = predict(m, hw, work(2048, 1536, Framework::DeepSpeed), l);
+  CHECK(legacy.step_time > current.step_time);
+  // Forward gathers, backward gathers twice (the recomputed forward gathers again), reductions.
+  const StepProgram prog = expand_step_program(m, l, work(2048, 1536, Framework::DeepSpeedLegacy));
+  const DpTraffic dp = dp_traffic(m, hw, work(2048, 1536, Framework::DeepSpeedLegacy), l, prog.stages[0]);
+  CHECK(dp.synchronous);
+  CHECK(dp.backward_gather_passes == 2);
+  CHECK(dp.gathers == 96 * 4);  // QKV, projection, two MLP weights per layer; biases and norms stay
+  CHECK(legacy.time.dp_comm == doctest::Approx(3 * dp.gather_pass + dp.reductions_time()).epsilon(1e-9));
+  const SimulationResult sim = simulate_step(m, hw, work(2048, 1536, Framework::DeepSpeedLegacy), l);
+  CHECK(sim.step_time == doctest::Approx(legacy.step_time).epsilon(0.01));
+  CHECK(sim.breakdown.dp_comm == doctest::Approx(legacy.time.dp_comm).epsilon(0.01));
+  // Selective recompute re-runs no weights: no second backward gather.
+  l.recompute = Recompute::Selective;
+  CHECK(dp_traffic(m, hw, work(2048, 1536, Framework::DeepSpeedLegacy), l, prog.stages[0]).backward_gather_passes == 1);
 }

@@ -19,7 +19,7 @@ void ScenarioFlags::add_to(CLI::App& app, bool with_layout) {
   app.add_option("--dtype", dtype, "bf16 | fp16 | fp8 | fp32 (default bf16)");
   app.add_flag("--no-flash-attention", no_flash_attention, "price unfused attention that saves the s x s scores");
   app.add_option("--framework", framework,
-                 "megatron | deepspeed | torchtitan: whose loss, ZeRO-3 gathers and overlap to price (default megatron)");
+                 "megatron | deepspeed | deepspeed-legacy | torchtitan: whose loss, ZeRO-3 gathers and overlap to price (default megatron)");
   if (!with_layout) return;
   app.add_option("--plan", plan, "a plan file written by `sixfold plan --export`");
   app.add_option("--micro-batch", micro_batch, "sequences per micro-batch (default 1)");
