@@ -115,7 +115,7 @@ std::vector<StageTime> stage_times(const ModelSpec& model, const HardwareProfile
         // link, so they hide behind the backward together, not each on its own.
         const Seconds backward =
             overlap::exposed_zero3_backward(l.dp_overlap, gather_b, dp.reductions_time(), window, layers);
-        s.dp = double(m) * (gather_f + backward);
+        s.dp = double(m) * (gather_f + backward) + overlap::zero3_step_tail(dp.reductions_time(), dp.reductions);
         break;
       }
     }

@@ -45,8 +45,16 @@ inline Seconds exposed_param_gather(Seconds gather_total, Seconds compute, int l
 inline Seconds exposed_zero3_backward(DpOverlap mode, Seconds gather_total, Seconds reduce_total, Seconds backward,
                                       int layers) {
   if (mode == DpOverlap::None) return exposed_param_gather(gather_total, backward, layers) + reduce_total;
-  return exposed_grad_reduction(DpOverlap::PerLayer, gather_total + reduce_total, backward, std::max(1, layers));
+  // Each layer's gather runs ahead of its backward and its reduce-scatter after it, on streams of
+  // their own (FSDP2): what the backward cannot cover is exposed. The last layer's
+  // reduce-scatter overlaps the next micro-batch's forward; the step's very last one is exposed
+  // once (zero3_step_tail).
+  (void)layers;
+  return std::max(0.0, gather_total + reduce_total - backward);
 }
+
+// The last micro-batch's last reduce-scatter, which nothing follows before the optimizer.
+inline Seconds zero3_step_tail(Seconds reduce_total, int layers) { return reduce_total / std::max(1, layers); }
 
 // Host dispatch (framework + launch) of an op list against its GPU time. `overlap` in [0, 1] is
 // the share of the shorter of the two that hides behind the longer: 0 adds them, 1 is
