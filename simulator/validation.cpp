@@ -79,6 +79,10 @@ Scenario scenario_from_row(const CsvTable& t, size_t r, const HardwareLookup& lo
   m.kv_heads = int(as_int(t, r, "kv_heads", m.heads));
   m.vocab = as_int(t, r, "vocab", 0);
   if (m.layers <= 0 || m.hidden <= 0 || m.heads <= 0 || m.vocab <= 0) throw Error("architecture not stated");
+  // A dense row without its FFN size: the GPT default a user would assume, 4 x hidden.
+  if (m.ffn <= 0 && number(t.field(r, "experts")).value_or(0) <= 0) m.ffn = 4 * m.hidden;
+  if (t.field(r, "dp").empty() && t.field(r, "tp").empty() && t.field(r, "pp").empty())
+    throw Error("layout not stated (dp, tp, pp)");
   m.head_dim = int(m.hidden / m.heads);
   const long seq = as_int(t, r, "seq", 0);
   if (seq <= 0) throw Error("seq not stated");
@@ -147,6 +151,9 @@ Scenario scenario_from_row(const CsvTable& t, size_t r, const HardwareLookup& lo
   // Megatron-DeepSpeed's GPT runs unfused attention (scores, fused softmax, dropout, values)
   // unless --use-flash-attn is given; vTrain's runs predate it.
   if (megatron_deepspeed) s.work.flash_attention = false;
+  // torchtitan accumulates no gradients unless told to: its global batch is dp x the local batch.
+  if (s.work.global_batch <= 0 && s.work.framework == Framework::Torchtitan && l.micro_batch > 0)
+    s.work.global_batch = Count(l.dp) * l.micro_batch;
   if (s.gpus <= 0 || s.work.global_batch <= 0) throw Error("gpus or global batch not stated");
   return s;
 }
@@ -229,11 +236,13 @@ ValidationReport validate_runs(const CsvTable& t, const ValidationOptions& opt) 
         }
         if (best_fits) break;  // the cheapest recompute that fits
       }
+      if (micro_batches.empty()) last_error = "global batch divisible by dp*micro-batch";
       if (!best) throw Error("layout invalid: " + last_error);
       if (recomputes.size() > 1) row.filled.push_back("recompute=" + to_string(best_layout.recompute));
       if (micro_batches.size() > 1 || s.layout.micro_batch <= 0) row.filled.push_back("micro_batch=" + std::to_string(best_layout.micro_batch));
       if (best_layout.dp_overlap == DpOverlap::None) row.filled.push_back("dp_overlap=none (Megatron-DeepSpeed)");
       if (split_local_batch) row.filled.push_back("pipeline_micro_batches=" + std::to_string(best_layout.pp));
+      if (!number(t.field(r, "global_batch"))) row.filled.push_back("global_batch=" + std::to_string(s.work.global_batch));
       if (best_layout.tp_overlap) row.filled.push_back("tp_overlap=on");
       if (s.work.framework != Framework::Megatron) row.filled.push_back("framework=" + to_string(s.work.framework));
       s.layout = best_layout;

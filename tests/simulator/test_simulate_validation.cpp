@@ -90,6 +90,22 @@ TEST_CASE("validate --simulate: vTrain multi-node runs on the vtrain-a100 cluste
 TEST_CASE("validate --simulate: published runs, no worse than the closed form") {
   const Pair p = score("published_runs.csv", "");
   compare_iter_mape("published_runs.csv", p);
+  // Every throughput metric of every row, pooled, and the pipelined rows on their own: the
+  // simulator's error is no larger (0.1 points of tolerance for float noise in the schedule).
+  auto pooled = [](const ValidationReport& rep, bool pipelined_only) {
+    double sum = 0;
+    int n = 0;
+    for (const RowResult& row : rep.rows) {
+      if (!row.scored || (pipelined_only && row.scenario.layout.pp <= 1)) continue;
+      for (const auto& [metric, e] : row.error_pct)
+        if (metric != "peak_mem_gib") sum += std::abs(e), ++n;
+    }
+    return n ? sum / n : 0.0;
+  };
+  MESSAGE("throughput MAPE, all rows: closed " << pooled(p.closed, false) << "%, simulator " << pooled(p.sim, false) << "%");
+  MESSAGE("throughput MAPE, pp > 1: closed " << pooled(p.closed, true) << "%, simulator " << pooled(p.sim, true) << "%");
+  CHECK(pooled(p.sim, false) <= pooled(p.closed, false) + 0.1);
+  CHECK(pooled(p.sim, true) <= pooled(p.closed, true) + 0.1);
 }
 
 TEST_CASE("validate --simulate: each row's prediction is the simulator's for the filled layout") {

@@ -1,0 +1,69 @@
+// How validation reads a measured run's framework and fills what its source leaves unstated
+// (../shared/validation/README.md: "fills the field the way a user would ... and says so").
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <string>
+
+#include "common/csv.hpp"
+#include "simulator/validation.hpp"
+
+using namespace sixfold;
+
+namespace {
+
+const char* kHeader =
+    "id,source,layers,hidden,ffn,heads,kv_heads,vocab,seq,experts,topk,moe_ffn,gpu,gpus,gpus_per_node,dp,tp,pp,vpp,cp,ep,sp,"
+    "zero,micro_batch,global_batch,recompute,dtype,tflops_hw,tflops_model,mfu_pct,tokens_per_gpu_s,iter_s,peak_mem_gib,notes\n";
+
+ValidationReport run(const std::string& rows) { return validate_runs(parse_csv(std::string(kHeader) + rows, "test.csv"), {}); }
+
+bool filled(const RowResult& row, const std::string& prefix) {
+  return std::any_of(row.filled.begin(), row.filled.end(), [&](const std::string& f) { return f.rfind(prefix, 0) == 0; });
+}
+
+}  // namespace
+
+TEST_CASE("validation reads the framework from the source and notes") {
+  const ValidationReport rep = run(
+      "T1,pytorch/torchtitan benchmarks,32,4096,14336,32,8,128256,8192,,,,h100-sxm-80g,8,8,8,1,1,1,1,1,0,3,2,16,selective,bf16,,,,1000,,,FSDP2\n"
+      "D1,Narayanan et al. 2021 Table 2,96,12288,49152,96,96,51200,2048,,,,a100-sxm-80g,384,8,384,1,1,1,1,1,0,3,4,1536,full,fp16,144,,,,,,zero=ZeRO-3 (DeepSpeed)\n"
+      "D2,bigscience 2022,24,2048,8192,16,16,50257,2048,,,,a100-sxm-80g,64,8,64,1,1,1,1,1,0,1,1,64,full,bf16,100,,,,,,DeepSpeed ZeRO-1\n"
+      "M1,NVIDIA/Megatron-LM README,24,2048,8192,16,16,131072,4096,,,,h100-sxm-80g,16,8,8,2,1,1,1,1,0,1,1,64,none,bf16,,400,,,,,DP/TP/PP-comm overlap on\n");
+  REQUIRE(rep.rows.size() == 4);
+  for (const RowResult& row : rep.rows) REQUIRE_MESSAGE(row.scored, row.id << ": " << row.skip_reason);
+  CHECK(rep.rows[0].scenario.work.framework == Framework::Torchtitan);
+  CHECK(rep.rows[0].scenario.layout.recompute == Recompute::SelectiveOp);  // torchtitan's "selective"
+  CHECK(rep.rows[1].scenario.work.framework == Framework::DeepSpeedLegacy);
+  CHECK(rep.rows[2].scenario.work.framework == Framework::DeepSpeed);
+  CHECK(rep.rows[3].scenario.work.framework == Framework::Megatron);
+  // "TP-comm overlap on" turns TP overlap on, with the sequence parallelism it needs.
+  CHECK(rep.rows[3].scenario.layout.tp_overlap);
+  CHECK(rep.rows[3].scenario.layout.sp);
+  CHECK(filled(rep.rows[3], "tp_overlap"));
+}
+
+TEST_CASE("torchtitan pipelines: the local batch splits into one micro-batch per stage, the global batch is dp x local") {
+  const ValidationReport rep = run(
+      "P1,pytorch/torchtitan benchmarks,32,4096,14336,32,8,128256,8192,,,,h100-sxm-80g,32,8,4,1,8,1,1,1,0,3,16,,full,bf16,,,,100,,,\n");
+  const RowResult& row = rep.rows.at(0);
+  REQUIRE_MESSAGE(row.scored, row.skip_reason);
+  CHECK(row.scenario.layout.micro_batch == 2);      // 16 sequences over 8 stages
+  CHECK(row.scenario.work.global_batch == 4 * 16);  // dp x local batch
+  CHECK(filled(row, "pipeline_micro_batches=8"));
+  CHECK(filled(row, "global_batch=64"));
+}
+
+TEST_CASE("unstated dense FFN is 4 x hidden; unstated layouts and impossible batches are skipped, by name") {
+  const ValidationReport rep = run(
+      "F1,paper,24,2048,,16,16,50257,2048,,,,a100-sxm-80g,8,8,8,1,1,1,1,1,0,0,1,8,none,bf16,100,,,,,,\n"
+      "F2,paper,24,2048,8192,16,16,50257,2048,,,,a100-sxm-80g,8,8,,,,1,1,1,0,0,1,8,none,bf16,100,,,,,,\n"
+      "F3,paper,24,2048,8192,16,16,50257,2048,,,,a100-sxm-80g,8,8,8,1,1,1,1,1,0,0,,12,none,bf16,100,,,,,,\n");
+  REQUIRE(rep.rows.size() == 3);
+  REQUIRE_MESSAGE(rep.rows[0].scored, rep.rows[0].skip_reason);
+  CHECK(rep.rows[0].scenario.model.ffn == 4 * 2048);
+  CHECK_FALSE(rep.rows[1].scored);
+  CHECK(rep.rows[1].skip_reason == "layout not stated (dp, tp, pp)");
+  CHECK_FALSE(rep.rows[2].scored);
+  CHECK(rep.rows[2].skip_reason == "layout invalid: global batch divisible by dp*micro-batch");
+}
