@@ -165,3 +165,21 @@ TEST_CASE("validate --rank: the layout ranked first is measured within 5% of eac
   CHECK(j["mean_spearman"].get<double>() > 0.5);
   for (const auto& g : j["per_group"]) CHECK(g["regret_pct"].get<double>() >= 0.0);
 }
+
+TEST_CASE("the framework shows in the header, and a framework's export prices that framework") {
+  Result r = run_sixfold("predict --model llama3-8b --hardware h100-sxm-80g --gpus 8 --zero 3 --framework torchtitan");
+  REQUIRE(r.code == 0);
+  CHECK(contains(r.output, "as torchtitan runs it"));
+  r = run_sixfold("predict --model llama3-8b --hardware h100-sxm-80g --gpus 8 --zero 3");
+  REQUIRE(r.code == 0);
+  CHECK_FALSE(contains(r.output, "runs it"));
+  const std::string out = write_temp("tt.toml", "");
+  r = run_sixfold("plan --model llama3-8b --hardware h100-sxm-80g --gpus 8 --seq 8192 --global-batch 64 --export " + out +
+                  " --export-format torchtitan");
+  REQUIRE(r.code == 0);
+  CHECK(contains(r.output, "as torchtitan runs it"));
+  r = run_sixfold("plan --model llama3-8b --hardware h100-sxm-80g --gpus 8 --seq 8192 --global-batch 64 --export " + out +
+                  " --export-format torchtitan --framework megatron");
+  REQUIRE(r.code == 0);
+  CHECK_FALSE(contains(r.output, "runs it"));
+}

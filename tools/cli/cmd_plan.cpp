@@ -75,6 +75,12 @@ struct PlanCommand {
 
   int run() const {
     Scenario s = flags.resolve(false);
+    // Planning for a framework's export prices that framework unless --framework says otherwise.
+    const ExportFormat format = export_format.empty() ? ExportFormat::Yaml : parse_export_format(export_format);
+    if (flags.framework.empty()) {
+      if (format == ExportFormat::Torchtitan) s.work.framework = Framework::Torchtitan;
+      if (format == ExportFormat::DeepSpeed) s.work.framework = Framework::DeepSpeed;
+    }
     PlanRequest rq;
     rq.model = s.model;
     rq.hardware = s.hardware;
@@ -103,7 +109,6 @@ struct PlanCommand {
     if (!res.feasible()) return report_infeasible(s, res);
 
     // With an export format, recommend the fastest layout that framework can express.
-    const ExportFormat format = export_format.empty() ? ExportFormat::Yaml : parse_export_format(export_format);
     size_t pick = 0;
     std::string skipped_reason;
     if (format != ExportFormat::Yaml) {

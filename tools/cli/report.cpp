@@ -26,7 +26,8 @@ std::string format_seconds(Seconds s) {
 std::string scenario_header(const Scenario& s) {
   return s.model.name + " on " + std::to_string(s.gpus) + " x " + s.hardware.name + " (" +
          std::to_string(s.hardware.gpus_per_node) + " per node), seq " + std::to_string(s.work.seq) +
-         ", global batch " + std::to_string(s.work.global_batch) + ", " + to_string(s.work.dtype);
+         ", global batch " + std::to_string(s.work.global_batch) + ", " + to_string(s.work.dtype) +
+         (s.work.framework != Framework::Megatron ? ", as " + to_string(s.work.framework) + " runs it" : "");
 }
 
 void print_prediction(std::ostream& out, const Prediction& p) {
