@@ -155,6 +155,7 @@ struct PlanCommand {
       out["model"] = s.model.name;
       out["hardware"] = s.hardware.name;
       out["gpus"] = s.gpus;
+      out["framework"] = to_string(s.work.framework);
       out["memory_budget_bytes"] = res.budget;
       out["refined"] = res.refined;
       nlohmann::ordered_json rec;

@@ -24,6 +24,7 @@ struct PredictCommand {
       out["model"] = s.model.name;
       out["hardware"] = s.hardware.name;
       out["gpus"] = s.gpus;
+      out["framework"] = to_string(s.work.framework);
       out["layout"] = layout_json(s.layout);
       for (auto& [k, v] : j.items()) out[k] = v;
       std::cout << out.dump(2) << "\n";

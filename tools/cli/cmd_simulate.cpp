@@ -23,6 +23,7 @@ struct SimulateCommand {
     out["model"] = s.model.name;
     out["hardware"] = s.hardware.name;
     out["gpus"] = s.gpus;
+    out["framework"] = to_string(s.work.framework);
     out["layout"] = layout_json(s.layout);
     out["simulated"] = true;
     const nlohmann::ordered_json predicted = prediction_json(r.prediction);
