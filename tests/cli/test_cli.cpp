@@ -39,6 +39,7 @@ TEST_CASE("predict prints the breakdowns and the documented JSON") {
     CHECK(j["prediction"].contains(key));
   CHECK(j["memory"].contains("weights"));
   CHECK(j["time"].contains("compute"));
+  CHECK(j["framework"] == "megatron");
 }
 
 TEST_CASE("unknown model or hardware: usage error listing the names") {
