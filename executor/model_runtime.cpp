@@ -6,6 +6,7 @@
 #include "executor/param_init.hpp"
 #include "executor/pipeline_schedule.hpp"
 #include "executor/synthetic_data.hpp"
+#include "simulator/memory_model.hpp"
 #include "kernels/cross_entropy_ref.hpp"
 #include "kernels/norm_ref.hpp"
 
@@ -414,7 +415,7 @@ void ModelRuntime<T>::grads_ready(ParamGroup<T>* group) {
   }
   bucket_.push_back(group);
   bucket_bytes_ += double(group->padded()) * sizeof(T);
-  if (bucket_bytes_ >= layout_.bucket_bytes) {
+  if (bucket_bytes_ >= gradient_bucket_bytes(layout_, work_)) {
     for (auto* g : bucket_) {
       g->start_gradient_reduction();
       ready_.push_back(g);

@@ -175,7 +175,10 @@ std::string to_string(Framework f) {
 FrameworkTraits framework_traits(Framework f) {
   FrameworkTraits t;
   switch (f) {
-    case Framework::Megatron: t.overlap_param_gather = true; break;
+    case Framework::Megatron:
+      t.overlap_param_gather = true;
+      t.fp32_gradients = true;
+      break;
     case Framework::DeepSpeedLegacy:
       t.zero3_synchronous = true;
       [[fallthrough]];
@@ -188,6 +191,7 @@ FrameworkTraits framework_traits(Framework f) {
       t.fused_cross_entropy = false;
       t.zero3_keeps_params_under_pp = true;
       t.sp_keeps_gathered_input = true;
+      t.fp32_gradients = true;
       break;
   }
   return t;

@@ -59,6 +59,10 @@ struct FrameworkTraits {
   // With sequence parallelism, DTensor's autograd (torchtitan) saves the all-gathered input of
   // each column-parallel GEMM; Megatron saves the sharded one and gathers it again.
   bool sp_keeps_gathered_input = false;
+  // Gradients kept and reduced in fp32 under bf16/fp8 training: Megatron-LM forces
+  // accumulate_allreduce_grads_in_fp32 for bf16 (arguments.py); FSDP2's default mixed precision
+  // reduces in fp32 and keeps fp32 sharded gradients (torchtitan's mixed_precision_reduce).
+  bool fp32_gradients = false;
 };
 FrameworkTraits framework_traits(Framework f);
 
@@ -70,7 +74,7 @@ struct Layout {
   Count micro_batch = 1;
   Recompute recompute = Recompute::None;
   DpOverlap dp_overlap = DpOverlap::Bucketed;
-  Bytes bucket_bytes = 25 * kMiB;  // PyTorch DDP's default bucket_cap_mb = 25
+  Bytes bucket_bytes = 0;  // DP gradient bucket; 0: the framework's default (gradient_bucket_bytes)
   bool tp_overlap = false;         // TP communication overlapped with GEMMs (TransformerEngine userbuffers)
   Schedule schedule = Schedule::OneFOneB;
   // Uneven pipelines: transformer layers on the first and last stage; 0 = even split.

@@ -96,7 +96,8 @@ std::string export_megatron(const Scenario& s) {
   }
   if (l.dp_overlap == DpOverlap::Bucketed) {
     flag("--overlap-grad-reduce");
-    flag("--ddp-bucket-size", n(static_cast<long long>(l.bucket_bytes / state_bytes(s.work.dtype).gradient)));
+    if (l.bucket_bytes > 0)  // otherwise Megatron's own default, which sixfold prices
+      flag("--ddp-bucket-size", n(static_cast<long long>(l.bucket_bytes / state_bytes(s.work).gradient)));
   }
   if (l.recompute == Recompute::SelectiveOp)
     refuse("Megatron-LM", "op-level selective checkpointing (Megatron recomputes core attention, a whole layer or none)");
@@ -146,7 +147,7 @@ std::string export_deepspeed(const Scenario& s) {
   z["overlap_comm"] = l.dp_overlap == DpOverlap::Bucketed;
   z["contiguous_gradients"] = true;
   // DeepSpeed counts bucket sizes in elements, not bytes.
-  const long long elements = static_cast<long long>(l.bucket_bytes / state_bytes(s.work.dtype).gradient);
+  const long long elements = static_cast<long long>(gradient_bucket_bytes(l, s.work) / state_bytes(s.work).gradient);
   z["reduce_bucket_size"] = elements;
   z["allgather_bucket_size"] = elements;
   if (l.zero == 3) z["stage3_prefetch_bucket_size"] = elements;

@@ -47,7 +47,7 @@ std::vector<StageTime> stage_times(const ModelSpec& model, const HardwareProfile
     moe_f = price_op_list(prog.moe_layer.forward, 0, pricer, l.tp_overlap);
     moe_b = price_op_list(prog.moe_layer.backward, prog.moe_layer.recompute_ops, pricer, l.tp_overlap);
   }
-  const StateBytes sb = state_bytes(work.dtype);
+  const StateBytes sb = state_bytes(work);
   const int v = l.virtual_stages();
   const Count m = prog.micro_batches;
 

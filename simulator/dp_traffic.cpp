@@ -23,7 +23,7 @@ int weights_per_layer(const ModelSpec& m, const Layout& l, bool moe) {
 DpTraffic dp_traffic(const ModelSpec& model, const HardwareProfile& hw, const Workload& work, const Layout& l,
                      const StageProgram& st) {
   const FrameworkTraits fw = framework_traits(work.framework);
-  const StateBytes sb = state_bytes(work.dtype);
+  const StateBytes sb = state_bytes(work);
   // Dense weights reduce over dp x cp (stride tp), expert weights over the expert-data group.
   const GroupPlacement dense_group = place_gradient_group(l, hw.gpus_per_node);
   const GroupPlacement expert_group = place_group(Group::ExpertData, l, hw.gpus_per_node);
@@ -65,7 +65,7 @@ DpTraffic dp_traffic(const ModelSpec& model, const HardwareProfile& hw, const Wo
   } else if (l.dp_overlap == DpOverlap::PerLayer) {
     t.reductions = layers;
   } else if (l.dp_overlap == DpOverlap::Bucketed) {
-    t.reductions = std::max(1, int(std::ceil((dense_grads + expert_grads) / l.bucket_bytes)));
+    t.reductions = std::max(1, int(std::ceil((dense_grads + expert_grads) / gradient_bucket_bytes(l, work))));
   }
   t.reduction = one_of(grad_op, dense_grads, expert_grads, t.reductions);
   return t;

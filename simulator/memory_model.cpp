@@ -28,6 +28,26 @@ StateBytes state_bytes(Dtype d) {
   return {2, 2, 4, 8};
 }
 
+StateBytes state_bytes(const Workload& w) {
+  StateBytes b = state_bytes(w.dtype);
+  const bool low = w.dtype == Dtype::BF16 || w.dtype == Dtype::FP8 ||
+                   (w.dtype == Dtype::FP16 && w.framework == Framework::Torchtitan);
+  if (low && framework_traits(w.framework).fp32_gradients) b.gradient = 4;
+  return b;
+}
+
+Bytes gradient_bucket_bytes(const Layout& l, const Workload& w) {
+  if (l.bucket_bytes > 0) return l.bucket_bytes;
+  const Bytes element = state_bytes(w).gradient;
+  switch (w.framework) {
+    case Framework::Megatron: return element * std::max(40e6, 1e6 * double(l.dp) * double(l.cp));
+    case Framework::DeepSpeed:
+    case Framework::DeepSpeedLegacy: return element * 5e8;
+    case Framework::Torchtitan: return 25 * kMiB;
+  }
+  return 25 * kMiB;
+}
+
 double in_flight_micro_batches(const Layout& l, Count m, int stage) {
   const int p = l.pp;
   switch (l.schedule) {
@@ -51,7 +71,7 @@ Count ceil_div(Count a, Count b) { return (a + b - 1) / b; }
 
 std::vector<MemoryBreakdown> stage_memory(const ModelSpec& model, const HardwareProfile& hw, const Workload& work,
                                           const Layout& l, const StepProgram& prog) {
-  const StateBytes sb = state_bytes(work.dtype);
+  const StateBytes sb = state_bytes(work);
   const Count dense_shard = Count(l.dp) * l.cp;  // Megatron's distributed optimizer shards over dp x cp
   const Count expert_shard = std::max(1, l.tp * l.cp * l.dp / (l.ep * l.etp));
   std::vector<MemoryBreakdown> out;
@@ -83,7 +103,10 @@ std::vector<MemoryBreakdown> stage_memory(const ModelSpec& model, const Hardware
     // Communication buffers: DDP buckets (two in flight), the SP all-gather output, and ZeRO-3's
     // gathered parameters of the current and the prefetched layer.
     const Count act = prog.activation_bytes;
-    if (l.dp * l.cp > 1 && l.zero < 3) mb.communication_buffers += l.dp_overlap == DpOverlap::Bucketed ? 2 * l.bucket_bytes : 0;
+    // Megatron's and DeepSpeed's buckets are views into their contiguous gradient buffer; PyTorch
+    // DDP (torchtitan replicating) copies into two bucket buffers in flight.
+    if (l.dp * l.cp > 1 && l.zero < 3 && l.dp_overlap == DpOverlap::Bucketed && work.framework == Framework::Torchtitan)
+      mb.communication_buffers += 2 * gradient_bucket_bytes(l, work);
     if (l.sp) mb.communication_buffers += Bytes(prog.tokens_per_micro_batch * model.hidden * act);
     if (l.zero == 3 && st.layers > 0 && !keeps_params) {
       const Count layer_params = std::max(prog.dense_layer.dense_params, prog.moe_layer.dense_params + prog.moe_layer.expert_params);

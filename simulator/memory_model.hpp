@@ -36,6 +36,15 @@ struct StateBytes {
   Bytes weight, gradient, master, optimizer;
 };
 StateBytes state_bytes(Dtype dtype);
+// The same as the framework keeps them: fp32 gradients under bf16/fp8 where its traits say so
+// (Megatron-LM does not for fp16; torchtitan's FSDP2 reduces in fp32 for every low precision).
+StateBytes state_bytes(const Workload& work);
+
+// The DP gradient bucket a layout reduces in: its own bucket_bytes, else the framework's default.
+// Megatron-Core: max(40M, 1M x DP size) gradient elements (DistributedDataParallel, which grows
+// buckets with the DP group so each reduction's latency stays small); DeepSpeed: reduce_bucket_size,
+// 5e8 elements; torchtitan (PyTorch DDP when replicating): bucket_cap_mb = 25 MiB.
+Bytes gradient_bucket_bytes(const Layout& layout, const Workload& work);
 
 // Micro-batches (in whole-stage units) that stage `stage` holds at its peak under the schedule:
 // GPipe m; 1F1B and ZB-H1 min(p - stage, m); interleaved Megatron's warm-up count in chunks / v.

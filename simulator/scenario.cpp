@@ -188,7 +188,7 @@ void emit_layout(YAML::Emitter& o, const Layout& l) {
   o << YAML::Key << "micro_batch" << YAML::Value << l.micro_batch;
   o << YAML::Key << "recompute" << YAML::Value << to_string(l.recompute);
   o << YAML::Key << "dp_overlap" << YAML::Value << to_string(l.dp_overlap);
-  o << YAML::Key << "bucket_size" << YAML::Value << (std::to_string(static_cast<long long>(l.bucket_bytes)) + "B");
+  if (l.bucket_bytes > 0) o << YAML::Key << "bucket_size" << YAML::Value << (std::to_string(static_cast<long long>(l.bucket_bytes)) + "B");
   o << YAML::Key << "tp_overlap" << YAML::Value << l.tp_overlap;
   o << YAML::Key << "schedule" << YAML::Value << to_string(l.schedule);
   o << YAML::Key << "first_stage_layers" << YAML::Value << l.first_stage_layers;

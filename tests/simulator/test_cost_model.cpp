@@ -81,6 +81,7 @@ TEST_CASE("model states follow the ZeRO paper's formulas (Rajbhandari et al. 202
   Workload w;
   w.seq = 4096;
   w.global_batch = 64;
+  w.dtype = Dtype::FP16;  // the paper's fp16 mixed precision: 2-byte weights and gradients
   const double psi = double(count_parameters(m).total);
   const double K = 12;  // fp32 master weights + Adam moments
   for (int n : {1, 2, 4, 8, 16, 64}) {

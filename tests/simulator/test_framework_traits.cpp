@@ -87,9 +87,33 @@ TEST_CASE("Megatron overlaps the distributed optimizer's parameter gather, DeepS
   const Prediction ds = predict(m, hw, work(8192, 64, Framework::DeepSpeed), l);
   CHECK(meg.time.dp_comm < ds.time.dp_comm);
   l.dp_overlap = DpOverlap::None;  // without DP overlap Megatron gathers after the step too
-  const Prediction meg_none = predict(m, hw, work(8192, 64, Framework::Megatron), l);
-  const Prediction ds_none = predict(m, hw, work(8192, 64, Framework::DeepSpeed), l);
+  Workload meg_w = work(8192, 64, Framework::Megatron), ds_w = work(8192, 64, Framework::DeepSpeed);
+  meg_w.dtype = ds_w.dtype = Dtype::FP16;  // both keep fp16 gradients (Megatron's fp32 ones are bf16's)
+  const Prediction meg_none = predict(m, hw, meg_w, l);
+  const Prediction ds_none = predict(m, hw, ds_w, l);
   CHECK(meg_none.time.dp_comm == doctest::Approx(ds_none.time.dp_comm));
+}
+
+TEST_CASE("bf16 gradients are kept in fp32 by Megatron and torchtitan, not by DeepSpeed, and fp16 ones by none but torchtitan") {
+  const ModelSpec m = load_model("llama3-8b");
+  Workload w = work(4096, 8, Framework::Megatron);
+  CHECK(state_bytes(w).gradient == 4);
+  w.dtype = Dtype::FP8;
+  CHECK(state_bytes(w).gradient == 4);
+  w.dtype = Dtype::FP16;
+  CHECK(state_bytes(w).gradient == 2);
+  w.framework = Framework::Torchtitan;
+  CHECK(state_bytes(w).gradient == 4);
+  w.framework = Framework::DeepSpeed;
+  w.dtype = Dtype::BF16;
+  CHECK(state_bytes(w).gradient == 2);
+  // ZeRO-1 keeps the whole fp32 gradient on every rank: 4 bytes per parameter of the stage.
+  const HardwareProfile hw = load_hardware("h100-sxm-80g");
+  Layout l;
+  l.dp = 8;
+  l.zero = 1;
+  const Prediction p = predict(m, hw, work(4096, 8, Framework::Megatron), l);
+  CHECK(p.memory.gradients == doctest::Approx(4.0 * double(count_parameters(m).total)).epsilon(1e-6));
 }
 
 TEST_CASE("torchtitan keeps FSDP parameters gathered under pipelining") {
@@ -107,8 +131,8 @@ TEST_CASE("torchtitan keeps FSDP parameters gathered under pipelining") {
   const Prediction meg = predict(m, hw, work(8192, 32, Framework::Megatron), l);
   // Unsharded: dp times the sharded weights and gradients (to the ceil of the shard).
   CHECK(tt.stage_memory[0].weights == doctest::Approx(4 * meg.stage_memory[0].weights).epsilon(1e-6));
-  // Gradients accumulate unsharded in fp32: dp x 2 times the sharded bf16 ones.
-  CHECK(tt.stage_memory[0].gradients == doctest::Approx(8 * meg.stage_memory[0].gradients).epsilon(1e-6));
+  // Gradients accumulate unsharded in fp32 (Megatron keeps fp32 ones too, sharded): dp times.
+  CHECK(tt.stage_memory[0].gradients == doctest::Approx(4 * meg.stage_memory[0].gradients).epsilon(1e-6));
   // One gather per step instead of one per micro-batch (8 micro-batches here).
   CHECK(tt.time.dp_comm < meg.time.dp_comm);
   // Without pipelining torchtitan reshards as usual.
@@ -169,4 +193,20 @@ TEST_CASE("legacy DeepSpeed's synchronous ZeRO-3 exposes every gather and reduct
   // Selective recompute re-runs no weights: no second backward gather.
   l.recompute = Recompute::Selective;
   CHECK(dp_traffic(m, hw, work(2048, 1536, Framework::DeepSpeedLegacy), l, prog.stages[0]).backward_gather_passes == 1);
+}
+
+TEST_CASE("the DP bucket is the framework's unless the layout sets one") {
+  Layout l;
+  l.dp = 48;
+  Workload w = work(4096, 48, Framework::Megatron);
+  // Megatron-Core: max(40M, 1M x dp) elements of its fp32 gradient.
+  CHECK(gradient_bucket_bytes(l, w) == doctest::Approx(4.0 * 48e6));
+  l.dp = 8;
+  CHECK(gradient_bucket_bytes(l, w) == doctest::Approx(4.0 * 40e6));
+  w.framework = Framework::DeepSpeed;
+  CHECK(gradient_bucket_bytes(l, w) == doctest::Approx(2.0 * 5e8));
+  w.framework = Framework::Torchtitan;
+  CHECK(gradient_bucket_bytes(l, w) == doctest::Approx(25.0 * kMiB));
+  l.bucket_bytes = 4 * kMiB;
+  CHECK(gradient_bucket_bytes(l, w) == doctest::Approx(4.0 * kMiB));
 }

@@ -34,7 +34,7 @@ void ScenarioFlags::add_to(CLI::App& app, bool with_layout) {
   app.add_option("--zero", zero, "ZeRO stage 0-3 (0: plain DDP; 1: distributed optimizer)");
   app.add_option("--recompute", recompute, "none | selective | full (default none)");
   app.add_option("--dp-overlap", dp_overlap, "none | per-layer | bucketed (default bucketed)");
-  app.add_option("--bucket-size", bucket_size, "DDP bucket size (default 25MiB)");
+  app.add_option("--bucket-size", bucket_size, "DP gradient bucket size (default: the framework's: Megatron max(40M, 1M x dp) elements, DeepSpeed 5e8 elements, PyTorch DDP 25MiB)");
   app.add_flag("--tp-overlap", tp_overlap, "overlap TP communication with GEMMs");
   app.add_option("--schedule", schedule, "1f1b | interleaved | gpipe | zero-bubble (default 1f1b; interleaved when vpp > 1)");
   app.add_option("--first-stage-layers", first_stage_layers, "layers on the first pipeline stage (uneven pipelines)");
