@@ -60,6 +60,18 @@ void validate_layout(const ModelSpec& m, const Layout& l, const Workload& w, int
     need(l.ep == 1 && l.etp == 1, "ep and etp are 1 for a dense model", "ep=" + s(l.ep) + ", etp=" + s(l.etp));
   }
   need(l.pp <= m.layers, "pp at most the layers", "pp=" + s(l.pp) + ", layers=" + s(m.layers));
+  if (l.recompute_modules != 0) {
+    namespace rm = recompute_module;
+    const unsigned mods = l.recompute_modules;
+    need(l.recompute == Recompute::Selective, "recompute modules need selective recompute",
+         "recompute=" + to_string(l.recompute) + ", modules " + recompute_modules_string(mods));
+    need(!(mods & rm::kMlaUpProj) || m.mla.enabled, "recompute module mla_up_proj needs MLA attention",
+         recompute_modules_string(mods));
+    need(!(mods & (rm::kMoe | rm::kMoeAct)) || m.moe.enabled(), "recompute modules moe and moe_act need an MoE model",
+         recompute_modules_string(mods));
+    need(!(mods & rm::kSharedExperts) || m.moe.shared_experts > 0, "recompute module shared_experts needs shared experts",
+         recompute_modules_string(mods));
+  }
   if (l.first_stage_layers > 0 || l.last_stage_layers > 0) {
     need(l.pp > 1, "uneven stages need pp > 1", "pp=1");
     int fixed = l.first_stage_layers + l.last_stage_layers;
@@ -153,6 +165,44 @@ Schedule parse_schedule(const std::string& s) {
   return parse_enum(s, "schedule", t);
 }
 
+namespace {
+const std::pair<const char*, unsigned> kModules[] = {
+    {"core_attn", recompute_module::kCoreAttn},   {"mlp", recompute_module::kMlp},
+    {"layernorm", recompute_module::kLayernorm},  {"mla_up_proj", recompute_module::kMlaUpProj},
+    {"moe", recompute_module::kMoe},              {"moe_act", recompute_module::kMoeAct},
+    {"shared_experts", recompute_module::kSharedExperts}};
+}  // namespace
+
+unsigned parse_recompute_modules(const std::string& list) {
+  unsigned bits = 0;
+  std::string item;
+  for (size_t i = 0; i <= list.size(); ++i) {
+    const char c = i < list.size() ? list[i] : ',';
+    if (c != ',' && c != ' ') {
+      item += c;
+      continue;
+    }
+    if (item.empty()) continue;
+    unsigned bit = 0;
+    std::string allowed;
+    for (const auto& [name, value] : kModules) {
+      if (item == name) bit = value;
+      allowed += (allowed.empty() ? "" : ", ") + std::string(name);
+    }
+    if (!bit) throw UsageError("unknown recompute module '" + item + "' (allowed: " + allowed + ")");
+    bits |= bit;
+    item.clear();
+  }
+  return bits;
+}
+
+std::string recompute_modules_string(unsigned modules) {
+  std::string out;
+  for (const auto& [name, value] : kModules)
+    if (modules & value) out += (out.empty() ? "" : ",") + std::string(name);
+  return out;
+}
+
 Framework parse_framework(const std::string& s) {
   static const std::pair<const char*, Framework> t[] = {
       {"megatron", Framework::Megatron},
@@ -215,6 +265,8 @@ std::string describe(const Layout& l) {
   if (l.etp > 1) o << " etp=" << l.etp;
   if (l.sp) o << " sp";
   o << " zero=" << l.zero << " mbs=" << l.micro_batch << " recompute=" << to_string(l.recompute);
+  if (l.recompute == Recompute::Selective && l.recompute_modules != 0)
+    o << "(" << recompute_modules_string(l.recompute_modules) << ")";
   return o.str();
 }
 

@@ -15,6 +15,15 @@ enum class Dtype { FP32, TF32, BF16, FP16, FP8 };
 // torchtitan's op-level selective checkpointing (every other matmul output and the attention
 // output saved, the rest recomputed). Full: only each layer's input saved.
 enum class Recompute { None, Selective, SelectiveOp, Full };
+// What selective recompute re-runs, as Megatron-Core's --recompute-modules names it (bit set).
+// The empty set means Megatron's default, core attention.
+namespace recompute_module {
+inline constexpr unsigned kCoreAttn = 1, kMlp = 2, kLayernorm = 4, kMlaUpProj = 8, kMoe = 16, kMoeAct = 32,
+                          kSharedExperts = 64;
+}
+// "core_attn,mla_up_proj" <-> bits; parse throws UsageError naming the allowed modules.
+unsigned parse_recompute_modules(const std::string& list);
+std::string recompute_modules_string(unsigned modules);  // in Megatron's order, comma-separated
 // How DP gradients are reduced: after the whole backward (the seed's "DP naive"), one
 // non-blocking all-reduce per layer during backward ("DP interleaved"), or DDP-style buckets.
 enum class DpOverlap { None, PerLayer, Bucketed };
@@ -73,6 +82,7 @@ struct Layout {
   int zero = 0;       // 0 DDP, 1 optimizer states, 2 + gradients, 3 + parameters sharded over dp (x cp)
   Count micro_batch = 1;
   Recompute recompute = Recompute::None;
+  unsigned recompute_modules = 0;  // selective recompute's modules; 0: core attention (Megatron's default)
   DpOverlap dp_overlap = DpOverlap::Bucketed;
   Bytes bucket_bytes = 0;  // DP gradient bucket; 0: the framework's default (gradient_bucket_bytes)
   bool tp_overlap = false;         // TP communication overlapped with GEMMs (TransformerEngine userbuffers)

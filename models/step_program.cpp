@@ -340,6 +340,86 @@ void select_op_checkpoint(LayerProgram& lp, const ModelSpec& m, const Dims& d, B
   lp.recompute_workspace = rematerialised;
 }
 
+// Megatron-Core's selective recompute (--recompute-modules): each module's ops are re-run in the
+// backward and what only they needed is not saved; a module's checkpoint input stays saved.
+// core_attn (the default): the attention core, Q/K/V kept. layernorm: the norms' outputs, which
+// the next GEMMs would keep, are recomputed from the norm inputs. mla_up_proj: MLA's Q/K/V come
+// again from the saved latents. mlp / moe: the whole MLP or MoE block from its input. moe_act:
+// the experts' activation output. shared_experts: the shared experts from their input.
+void select_modules(LayerProgram& lp, const ModelSpec& m, const Dims& d, unsigned modules, const CoreRange& core, bool moe) {
+  namespace rm = recompute_module;
+  if (modules == 0) modules = rm::kCoreAttn;
+  const Count h = d.h, a = d.act;
+  const Count Tm = d.tokens / d.tp;
+  const size_t n = lp.forward.size();
+  std::vector<Bytes> saved(n);
+  std::vector<bool> rerun(n, false);
+  Bytes original = 0, kept = 0;
+  for (size_t i = 0; i < n; ++i) original += saved[i] = lp.forward[i].saved;
+  auto named = [&](size_t i, std::initializer_list<const char*> names) {
+    for (const char* name : names)
+      if (std::string(lp.forward[i].name) == name) return true;
+    return false;
+  };
+  auto index_of = [&](const char* name) {
+    for (size_t i = 0; i < n; ++i)
+      if (named(i, {name})) return i;
+    return n;
+  };
+  auto recompute = [&](size_t i) {
+    rerun[i] = true;
+    saved[i] = 0;
+  };
+  const bool layernorm = modules & rm::kLayernorm;
+  if (modules & rm::kCoreAttn) {
+    for (size_t i = core.begin; i < core.end; ++i) recompute(i);
+    if (!(modules & rm::kMlaUpProj)) kept += core.kept;
+  }
+  if (modules & rm::kMlaUpProj) {
+    for (size_t i = 0; i < n; ++i)
+      if (named(i, {"q_up_proj", "kv_up_proj", "rope"})) rerun[i] = true;
+    // Flash attention keeps only its log-sum-exp: Q, K and V are recomputed from the latents.
+    for (size_t i = 0; i < n; ++i)
+      if (lp.forward[i].kind == OpKind::Attention && !rerun[i]) saved[i] = Bytes(d.tokens * d.heads_rank * 4);
+  }
+  if (layernorm) {
+    for (size_t i = 0; i < n; ++i) {
+      if (lp.forward[i].op_class == OpClass::Norm) rerun[i] = true;  // their inputs stay saved
+      if (named(i, {"qkv_proj", "q_proj", "q_down_proj", "mlp_up", "shared_up"})) saved[i] = 0;
+      if (named(i, {"router"})) saved[i] = std::max<Bytes>(0, saved[i] - Bytes(Tm * h * a));
+    }
+  }
+  const size_t mlp_norm = index_of("mlp_norm"), residual = index_of("mlp_residual");
+  const bool block = moe ? (modules & rm::kMoe) : (modules & rm::kMlp);
+  if (block && mlp_norm < n) {
+    // The whole block after its norm, its collectives included; the block's input is the norm
+    // output (unless layernorm recompute re-derives it from the norm's input).
+    for (size_t i = mlp_norm + 1; i < std::min(residual, n); ++i)
+      if (!named(i, {"mlp_dropout"})) recompute(i);
+    if (!layernorm) kept += Bytes((moe ? Tm : d.sp_tokens) * h * a);
+  }
+  if (moe && (modules & rm::kMoeAct)) {
+    for (size_t i = 0; i < n; ++i) {
+      if (named(i, {"expert_act"})) rerun[i] = true;
+      if (named(i, {"expert_down"})) saved[i] = 0;
+    }
+  }
+  if (moe && (modules & rm::kSharedExperts))
+    for (size_t i = 0; i < n; ++i)
+      if (named(i, {"shared_up", "shared_act", "shared_down"})) recompute(i);
+
+  lp.saved = kept;
+  for (size_t i = 0; i < n; ++i) lp.saved += saved[i];
+  for (size_t i = 0; i < n; ++i)
+    if (rerun[i]) {
+      Op r = lp.forward[i];
+      r.saved = 0;
+      lp.backward.push_back(r);
+    }
+  // What the backward rematerialises of one layer at a time.
+  lp.recompute_workspace = std::max<Bytes>(0, original - lp.saved);
+}
+
 LayerProgram make_layer(const ModelSpec& m, const Layout& l, const Workload& w, const Dims& d, bool moe) {
   LayerProgram lp;
   lp.moe = moe;
@@ -347,10 +427,9 @@ LayerProgram make_layer(const ModelSpec& m, const Layout& l, const Workload& w, 
   if (moe) add_moe_mlp(lp.forward, m, d);
   else add_dense_mlp(lp.forward, m, d);
 
-  Bytes all_saved = 0, core_saved = 0;
+  Bytes all_saved = 0;
   for (size_t i = 0; i < lp.forward.size(); ++i) {
     all_saved += lp.forward[i].saved;
-    if (i >= core.begin && i < core.end) core_saved += lp.forward[i].saved;
   }
   // Full recompute keeps the layer input only (sharded under SP) and re-runs the whole forward.
   const Bytes layer_input = Bytes((moe ? d.tokens / d.tp : d.sp_tokens) * d.h * d.act);
@@ -359,12 +438,7 @@ LayerProgram make_layer(const ModelSpec& m, const Layout& l, const Workload& w, 
       lp.saved = all_saved;
       break;
     case Recompute::Selective:
-      lp.saved = all_saved - core_saved + core.kept;
-      for (size_t i = core.begin; i < core.end; ++i) {
-        Op r = lp.forward[i];
-        r.saved = 0;
-        lp.backward.push_back(r);
-      }
+      select_modules(lp, m, d, l.recompute_modules, core, moe);
       break;
     case Recompute::SelectiveOp:
       select_op_checkpoint(lp, m, d, layer_input);

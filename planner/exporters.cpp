@@ -1,3 +1,4 @@
+#include <algorithm>
 #include "planner/exporters.hpp"
 
 #include <nlohmann/json.hpp>
@@ -101,7 +102,14 @@ std::string export_megatron(const Scenario& s) {
   }
   if (l.recompute == Recompute::SelectiveOp)
     refuse("Megatron-LM", "op-level selective checkpointing (Megatron recomputes core attention, a whole layer or none)");
-  if (l.recompute == Recompute::Selective) flag("--recompute-granularity", "selective");
+  if (l.recompute == Recompute::Selective) {
+    flag("--recompute-granularity", "selective");
+    if (l.recompute_modules != 0) {
+      std::string mods = recompute_modules_string(l.recompute_modules);
+      std::replace(mods.begin(), mods.end(), ',', ' ');
+      flag("--recompute-modules", mods);
+    }
+  }
   if (l.recompute == Recompute::Full) {
     flag("--recompute-granularity", "full");
     flag("--recompute-method", "uniform");

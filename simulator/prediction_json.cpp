@@ -54,6 +54,7 @@ nlohmann::ordered_json layout_json(const Layout& l) {
   j["zero"] = l.zero;
   j["micro_batch"] = l.micro_batch;
   j["recompute"] = to_string(l.recompute);
+  if (l.recompute_modules != 0) j["recompute_modules"] = recompute_modules_string(l.recompute_modules);
   j["dp_overlap"] = to_string(l.dp_overlap);
   j["bucket_bytes"] = l.bucket_bytes;
   j["tp_overlap"] = l.tp_overlap;

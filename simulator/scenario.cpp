@@ -26,7 +26,7 @@ Layout parse_layout(const YamlDoc& doc, const YAML::Node& n) {
   if (!n) return l;
   if (!n.IsMap()) yaml_field_error(doc, n, "layout", "must be a mapping");
   static const char* known[] = {"dp", "tp", "pp", "vpp", "cp", "ep", "etp", "sp", "zero", "micro_batch",
-                                "recompute", "dp_overlap", "bucket_size", "tp_overlap", "schedule",
+                                "recompute", "recompute_modules", "dp_overlap", "bucket_size", "tp_overlap", "schedule",
                                 "first_stage_layers", "last_stage_layers"};
   for (const auto& kv : n) {
     const std::string key = kv.first.as<std::string>();
@@ -49,6 +49,13 @@ Layout parse_layout(const YamlDoc& doc, const YAML::Node& n) {
   l.zero = optional<int>(doc, n, "zero", 0);
   l.micro_batch = optional<Count>(doc, n, "micro_batch", 1);
   l.recompute = parse_enum_field(doc, n, "recompute", Recompute::None, &parse_recompute);
+  if (n["recompute_modules"]) {
+    try {
+      l.recompute_modules = parse_recompute_modules(required<std::string>(doc, n, "recompute_modules"));
+    } catch (const UsageError& e) {
+      yaml_field_error(doc, n["recompute_modules"], "recompute_modules", e.what());
+    }
+  }
   l.dp_overlap = parse_enum_field(doc, n, "dp_overlap", DpOverlap::Bucketed, &parse_dp_overlap);
   l.schedule = parse_enum_field(doc, n, "schedule", l.vpp > 1 ? Schedule::Interleaved : Schedule::OneFOneB, &parse_schedule);
   if (n["bucket_size"]) {
@@ -187,6 +194,7 @@ void emit_layout(YAML::Emitter& o, const Layout& l) {
   o << YAML::Key << "zero" << YAML::Value << l.zero;
   o << YAML::Key << "micro_batch" << YAML::Value << l.micro_batch;
   o << YAML::Key << "recompute" << YAML::Value << to_string(l.recompute);
+  if (l.recompute_modules != 0) o << YAML::Key << "recompute_modules" << YAML::Value << recompute_modules_string(l.recompute_modules);
   o << YAML::Key << "dp_overlap" << YAML::Value << to_string(l.dp_overlap);
   if (l.bucket_bytes > 0) o << YAML::Key << "bucket_size" << YAML::Value << (std::to_string(static_cast<long long>(l.bucket_bytes)) + "B");
   o << YAML::Key << "tp_overlap" << YAML::Value << l.tp_overlap;

@@ -1,3 +1,4 @@
+#include <cctype>
 #include "simulator/validation.hpp"
 
 #include <algorithm>
@@ -192,6 +193,37 @@ ValidationReport validate_runs(const CsvTable& t, const ValidationOptions& opt) 
       }
       // torchtitan's "selective" activation checkpointing is op-level (its default "op" option).
       if (rc == "selective" && torchtitan) recomputes = {Recompute::SelectiveOp};
+      // Megatron-Core's recompute modules where the notes name them ("recompute=selective
+      // (mla_up_proj, mlp)"), or describe them ("RMSNorm + MLA up-projection recompute").
+      if (rc == "selective" && !torchtitan) {
+        const std::string notes = t.field(r, "notes");
+        const size_t at = notes.find("recompute=selective");
+        if (at != std::string::npos) {
+          // The recompute field only: up to the next field (';') or section ('|').
+          const std::string said = notes.substr(at, std::min(notes.find('|', at), notes.find(';', at)) - at);
+          unsigned modules = 0;
+          for (const char* name : {"core_attn", "layernorm", "mla_up_proj", "moe_act", "shared_experts"})
+            if (said.find(name) != std::string::npos) modules |= parse_recompute_modules(name);
+          // Whole-word "mlp" and "moe" only (not "moe_act").
+          for (const char* name : {"mlp", "moe"}) {
+            for (size_t p = said.find(name); p != std::string::npos; p = said.find(name, p + 1)) {
+              const size_t end = p + std::string(name).size();
+              const bool word = (p == 0 || (!std::isalnum((unsigned char)said[p - 1]) && said[p - 1] != '_')) &&
+                                (end >= said.size() || (!std::isalnum((unsigned char)said[end]) && said[end] != '_'));
+              if (word) modules |= parse_recompute_modules(name);
+            }
+          }
+          if (said.find("RMSNorm") != std::string::npos || said.find("LayerNorm") != std::string::npos)
+            modules |= recompute_module::kLayernorm;
+          if (said.find("MLA up-projection") != std::string::npos) modules |= recompute_module::kMlaUpProj;
+          // The CSV cannot describe MLA or shared experts: modules the row's model lacks are dropped.
+          const ModelSpec& rm_model = s.model;
+          if (!rm_model.mla.enabled) modules &= ~recompute_module::kMlaUpProj;
+          if (!rm_model.moe.enabled()) modules &= ~(recompute_module::kMoe | recompute_module::kMoeAct);
+          if (rm_model.moe.shared_experts == 0) modules &= ~recompute_module::kSharedExperts;
+          s.layout.recompute_modules = modules;
+        }
+      }
       // torchtitan's pipeline splits each rank's local batch into as many micro-batches as there
       // are stages unless told otherwise (pipeline_parallel_microbatches unset); the rows state
       // the local batch.

@@ -184,3 +184,17 @@ TEST_CASE("the framework shows in the header, and a framework's export prices th
   REQUIRE(r.code == 0);
   CHECK_FALSE(contains(r.output, "runs it"));
 }
+
+TEST_CASE("--recompute-modules: Megatron-Core's names, a usage error for others, exported as Megatron flags") {
+  Result r = run_sixfold("predict --model llama3-8b --hardware h100-sxm-80g --gpus 8 --recompute-modules core_attn,mlpp");
+  CHECK(r.code == 2);
+  CHECK(contains(r.output, "allowed: core_attn, mlp, layernorm"));
+  r = run_sixfold("predict --model llama3-8b --hardware h100-sxm-80g --gpus 8 --recompute full --recompute-modules mlp");
+  CHECK(r.code == 2);
+  r = run_sixfold("predict --model llama3-8b --hardware h100-sxm-80g --gpus 8 --recompute-modules mla_up_proj");
+  CHECK(r.code == 2);
+  CHECK(contains(r.output, "mla_up_proj needs MLA"));
+  r = run_sixfold("predict --model llama3-8b --hardware h100-sxm-80g --gpus 8 --recompute-modules layernorm,mlp --json");
+  REQUIRE(r.code == 0);
+  CHECK(nlohmann::json::parse(r.output)["layout"]["recompute_modules"] == "mlp,layernorm");
+}

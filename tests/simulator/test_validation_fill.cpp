@@ -67,3 +67,16 @@ TEST_CASE("unstated dense FFN is 4 x hidden; unstated layouts and impossible bat
   CHECK_FALSE(rep.rows[2].scored);
   CHECK(rep.rows[2].skip_reason == "layout invalid: global batch divisible by dp*micro-batch");
 }
+
+TEST_CASE("Megatron recompute modules are read from the recompute field of the notes, and only those the model has") {
+  const ValidationReport rep = run(
+      "R1,NVIDIA/Megatron-Bridge,24,2048,,16,4,151936,4096,64,8,768,h100-sxm-80g,8,8,8,1,1,1,1,8,0,1,1,64,selective,bf16,,300,,,,,"
+      "\"raw: recompute=selective (moe_act, layernorm); zero=distributed optimizer; moe=64 top-8\"\n"
+      "R2,DeepSeek-AI 2024,24,2048,,16,16,129280,4096,64,8,768,h100-sxm-80g,8,8,8,1,1,1,1,8,0,1,1,64,selective,bf16,,300,,,,,"
+      "raw: recompute=selective: RMSNorm + MLA up-projection recompute; moe=64\n");
+  REQUIRE(rep.rows.size() == 2);
+  for (const RowResult& row : rep.rows) REQUIRE_MESSAGE(row.scored, row.id << ": " << row.skip_reason);
+  CHECK(rep.rows[0].scenario.layout.recompute_modules == (recompute_module::kMoeAct | recompute_module::kLayernorm));
+  // The CSV has no MLA fields: the up-projection module is dropped, RMSNorm read as layernorm.
+  CHECK(rep.rows[1].scenario.layout.recompute_modules == recompute_module::kLayernorm);
+}

@@ -32,7 +32,10 @@ void ScenarioFlags::add_to(CLI::App& app, bool with_layout) {
   app.add_flag("--sp", sp, "Megatron sequence parallelism (needs tp > 1)");
   app.add_flag("--no-sp", no_sp, "turn sequence parallelism off (over a plan or scenario)");
   app.add_option("--zero", zero, "ZeRO stage 0-3 (0: plain DDP; 1: distributed optimizer)");
-  app.add_option("--recompute", recompute, "none | selective | full (default none)");
+  app.add_option("--recompute", recompute, "none | selective | selective-op | full (default none)");
+  app.add_option("--recompute-modules", recompute_modules,
+                 "selective recompute's modules, Megatron-Core's names: core_attn (default), mlp, layernorm, "
+                 "mla_up_proj, moe, moe_act, shared_experts (comma-separated; implies --recompute selective)");
   app.add_option("--dp-overlap", dp_overlap, "none | per-layer | bucketed (default bucketed)");
   app.add_option("--bucket-size", bucket_size, "DP gradient bucket size (default: the framework's: Megatron max(40M, 1M x dp) elements, DeepSpeed 5e8 elements, PyTorch DDP 25MiB)");
   app.add_flag("--tp-overlap", tp_overlap, "overlap TP communication with GEMMs");
@@ -102,6 +105,12 @@ Scenario ScenarioFlags::resolve(bool with_layout) const {
     if (zero) l.zero = *zero;
     if (micro_batch) l.micro_batch = *micro_batch;
     if (!recompute.empty()) l.recompute = parse_recompute(recompute);
+    if (!recompute_modules.empty()) {
+      if (!recompute.empty() && l.recompute != Recompute::Selective)
+        throw UsageError("--recompute-modules needs --recompute selective (got " + recompute + ")");
+      l.recompute = Recompute::Selective;
+      l.recompute_modules = parse_recompute_modules(recompute_modules);
+    }
     if (!dp_overlap.empty()) l.dp_overlap = parse_dp_overlap(dp_overlap);
     if (!bucket_size.empty()) l.bucket_bytes = parse_size(bucket_size);
     if (tp_overlap) l.tp_overlap = true;
