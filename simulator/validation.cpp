@@ -1,11 +1,12 @@
-#include <cctype>
 #include "simulator/validation.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <numeric>
 
 #include "common/error.hpp"
+#include "models/model_zoo.hpp"
 
 namespace sixfold {
 
@@ -68,6 +69,23 @@ double spearman(const std::vector<double>& a, const std::vector<double>& b) {
 
 }  // namespace
 
+// The built-in model with the row's layers, hidden size, heads, vocabulary, FFN and experts, if any.
+static const ModelSpec* zoo_model_like(const ModelSpec& m, bool kv_heads_stated) {
+  static const std::vector<ModelSpec> zoo = [] {
+    std::vector<ModelSpec> out;
+    for (const auto& name : builtin_model_names()) out.push_back(load_model(name));
+    return out;
+  }();
+  for (const ModelSpec& z : zoo) {
+    if (z.layers != m.layers || z.hidden != m.hidden || z.heads != m.heads || z.vocab != m.vocab) continue;
+    if (kv_heads_stated && z.kv_heads != m.kv_heads) continue;
+    if (z.moe.num_experts != m.moe.num_experts) continue;
+    if (m.moe.enabled() ? (z.moe.top_k != m.moe.top_k || z.moe.expert_ffn != m.moe.expert_ffn) : z.ffn != m.ffn) continue;
+    return &z;
+  }
+  return nullptr;
+}
+
 Scenario scenario_from_row(const CsvTable& t, size_t r, const HardwareLookup& lookup) {
   Scenario s;
   s.name = t.field(r, "id");
@@ -108,6 +126,14 @@ Scenario scenario_from_row(const CsvTable& t, size_t r, const HardwareLookup& lo
     if (m.ffn <= 0) m.ffn = m.moe.expert_ffn;
   }
   validate_model(m, t.source + " row " + s.name);
+  // A row that states the shape of a built-in model gets that model's whole architecture (MLA,
+  // dense first layers, shared experts, QK norm...), which the columns cannot carry: a user who
+  // recognises DeepSeek-V3 or Llama 3 in a table describes it that way.
+  if (const ModelSpec* known = zoo_model_like(m, !t.field(r, "kv_heads").empty())) {
+    const int max_seq = m.max_seq;
+    m = *known;
+    m.max_seq = max_seq;
+  }
 
   s.hardware_name = t.field(r, "gpu");
   try {
@@ -274,6 +300,7 @@ ValidationReport validate_runs(const CsvTable& t, const ValidationOptions& opt) 
       if (micro_batches.size() > 1 || s.layout.micro_batch <= 0) row.filled.push_back("micro_batch=" + std::to_string(best_layout.micro_batch));
       if (best_layout.dp_overlap == DpOverlap::None) row.filled.push_back("dp_overlap=none (Megatron-DeepSpeed)");
       if (split_local_batch) row.filled.push_back("pipeline_micro_batches=" + std::to_string(best_layout.pp));
+      if (s.model.name.rfind("row ", 0) != 0) row.filled.push_back("model=" + s.model.name);
       if (!number(t.field(r, "global_batch"))) row.filled.push_back("global_batch=" + std::to_string(s.work.global_batch));
       if (best_layout.tp_overlap) row.filled.push_back("tp_overlap=on");
       if (s.work.framework != Framework::Megatron) row.filled.push_back("framework=" + to_string(s.work.framework));

@@ -80,3 +80,18 @@ TEST_CASE("Megatron recompute modules are read from the recompute field of the n
   // The CSV has no MLA fields: the up-projection module is dropped, RMSNorm read as layernorm.
   CHECK(rep.rows[1].scenario.layout.recompute_modules == recompute_module::kLayernorm);
 }
+
+TEST_CASE("a row with a built-in model's shape gets its whole architecture") {
+  const ValidationReport rep = run(
+      "Z1,DeepSeek-AI 2024,61,7168,18432,128,,129280,4096,256,8,2048,h800-sxm-80g,2048,8,128,1,16,1,1,64,0,1,1,15360,selective,fp8,,,,1543,,,\n"
+      "Z2,paper,24,2048,8192,16,16,50257,2048,,,,a100-sxm-80g,8,8,8,1,1,1,1,1,0,0,1,8,none,bf16,100,,,,,,\n");
+  REQUIRE(rep.rows.size() == 2);
+  for (const RowResult& row : rep.rows) REQUIRE_MESSAGE(row.scored, row.id << ": " << row.skip_reason);
+  const ModelSpec& ds = rep.rows[0].scenario.model;
+  CHECK(ds.name == "deepseek-v3");
+  CHECK(ds.mla.enabled);
+  CHECK(ds.moe.first_k_dense == 3);
+  CHECK(filled(rep.rows[0], "model=deepseek-v3"));
+  CHECK(rep.rows[1].scenario.model.name == "row Z2");  // no built-in model of that shape
+  CHECK_FALSE(filled(rep.rows[1], "model="));
+}
