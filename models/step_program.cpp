@@ -15,6 +15,7 @@ struct Dims {
   Count act;                         // activation element width
   Count gemm_input;                  // width of a GEMM input kept for its backward (fp8: the fp8 copy)
   Count gemm_input_tokens;           // rows of a TP GEMM's input kept for its backward (see make_dims)
+  Count colwise_input;               // width of a column-parallel GEMM's input kept (see make_dims)
   int heads_rank, kv_heads_rank;     // heads on this rank
   int qk_dim, v_dim;
 };
@@ -34,6 +35,14 @@ Dims make_dims(const ModelSpec& m, const Layout& l, const Workload& w) {
   d.act = (w.dtype == Dtype::FP32 || w.dtype == Dtype::TF32) ? 4 : 2;  // fp8 runs keep bf16 activations
   // FP8 GEMMs (TransformerEngine) keep the fp8-cast input for the weight gradient, 1 byte wide.
   d.gemm_input = w.dtype == Dtype::FP8 ? 1 : d.act;
+  d.colwise_input = d.gemm_input;
+  if (w.dtype == Dtype::FP8 && w.framework == Framework::Torchtitan) {
+    // torchao's Float8Linear saves its high-precision input and casts again in the backward
+    // (matmul_with_hp_or_float8_args saves input_hp); under TP the column-parallel inputs arrive
+    // already in fp8 (Float8ColwiseParallel casts before the all-gather) and are saved so.
+    d.gemm_input = d.act;
+    d.colwise_input = l.tp > 1 ? 1 : d.act;
+  }
   // Under SP, Megatron keeps the sequence-sharded input of the column-parallel GEMMs and gathers
   // it again in the backward; DTensor's autograd (torchtitan) keeps the gathered input.
   d.gemm_input_tokens = framework_traits(w.framework).sp_keeps_gathered_input ? d.tokens : d.sp_tokens;
@@ -118,16 +127,16 @@ CoreRange add_attention(std::vector<Op>& ops, const ModelSpec& m, const Workload
     const auto& mla = m.mla;
     const Count kv_down = mla.kv_lora_rank + mla.qk_rope_head_dim;
     if (mla.q_lora_rank > 0) {
-      ops.push_back(with_saved(gemm("q_down_proj", OpClass::Gemm, T, mla.q_lora_rank, h), Bytes(d.gemm_input_tokens * h * d.gemm_input)));
+      ops.push_back(with_saved(gemm("q_down_proj", OpClass::Gemm, T, mla.q_lora_rank, h), Bytes(d.gemm_input_tokens * h * d.colwise_input)));
       ops.push_back(with_saved(gemm("q_up_proj", OpClass::Gemm, T, q_width, mla.q_lora_rank), Bytes(T * mla.q_lora_rank * d.gemm_input)));
     } else {
-      ops.push_back(with_saved(gemm("q_proj", OpClass::Gemm, T, q_width, h), Bytes(d.gemm_input_tokens * h * d.gemm_input)));
+      ops.push_back(with_saved(gemm("q_proj", OpClass::Gemm, T, q_width, h), Bytes(d.gemm_input_tokens * h * d.colwise_input)));
     }
     ops.push_back(gemm("kv_down_proj", OpClass::Gemm, T, kv_down, h));
     ops.push_back(with_saved(gemm("kv_up_proj", OpClass::Gemm, T, k_width - Count(d.kv_heads_rank) * mla.qk_rope_head_dim + v_width, mla.kv_lora_rank),
                              Bytes(T * mla.kv_lora_rank * d.gemm_input)));
   } else {
-    ops.push_back(with_saved(gemm("qkv_proj", OpClass::Gemm, T, q_width + k_width + v_width, h), Bytes(d.gemm_input_tokens * h * d.gemm_input)));
+    ops.push_back(with_saved(gemm("qkv_proj", OpClass::Gemm, T, q_width + k_width + v_width, h), Bytes(d.gemm_input_tokens * h * d.colwise_input)));
   }
   if (m.rotary_fraction > 0)
     ops.push_back(memory("rope", OpClass::Elementwise, Bytes(2 * T * (q_width + k_width) * a)));
@@ -192,7 +201,8 @@ void add_mlp_body(std::vector<Op>& ops, const ModelSpec& m, const Dims& d, Count
                   const char* down = "mlp_down") {
   const Count h = d.h, a = d.act;
   const bool glu = m.activation == Activation::SwiGLU;
-  ops.push_back(with_saved(gemm(up, OpClass::Gemm, tokens / batch, (glu ? 2 : 1) * ffn_rank, h, batch), Bytes(input_saved_tokens * h * d.gemm_input)));
+  const Count up_width = std::string(up) == "expert_up" ? d.gemm_input : d.colwise_input;
+  ops.push_back(with_saved(gemm(up, OpClass::Gemm, tokens / batch, (glu ? 2 : 1) * ffn_rank, h, batch), Bytes(input_saved_tokens * h * up_width)));
   // SwiGLU saves gate and up (4f bytes/token at 2 B); GELU saves its input.
   const Bytes act_saved = Bytes(tokens * ffn_rank * a * (glu ? 2 : 1));
   ops.push_back(with_saved(memory(act_name, OpClass::Elementwise, Bytes(tokens * ffn_rank * a * (glu ? 3 : 2))), act_saved));
@@ -526,7 +536,7 @@ StepProgram expand_step_program(const ModelSpec& m, const Layout& l, const Workl
     if (st.last) {
       st.post_forward.push_back(with_saved(memory("final_norm", OpClass::Norm, Bytes(2 * Ts * h * a)), Bytes(Ts * h * a)));
       tp_enter(st.post_forward, d, "head_allgather");
-      st.post_forward.push_back(with_saved(gemm("lm_head", OpClass::Gemm, T, vocab_rank, h), Bytes(d.gemm_input_tokens * h * d.gemm_input)));
+      st.post_forward.push_back(with_saved(gemm("lm_head", OpClass::Gemm, T, vocab_rank, h), Bytes(d.gemm_input_tokens * h * a)));
       // Vocab-parallel cross-entropy in fp32: max, sum-exp and target logit all-reduced over TP;
       // the fp32 softmax is kept for the backward (Korthikanti et al.: 4sbv/t). Each step is its
       // own kernel over the fp32 logits (Megatron's _VocabParallelCrossEntropy): the cast (read a,

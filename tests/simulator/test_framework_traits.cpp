@@ -2,6 +2,8 @@
 // with the group: each behaviour priced against the framework that lacks it.
 #include <doctest/doctest.h>
 
+#include <string>
+
 #include "common/error.hpp"
 #include "models/model_zoo.hpp"
 #include "simulator/collective_cost.hpp"
@@ -209,4 +211,29 @@ TEST_CASE("the DP bucket is the framework's unless the layout sets one") {
   CHECK(gradient_bucket_bytes(l, w) == doctest::Approx(25.0 * kMiB));
   l.bucket_bytes = 4 * kMiB;
   CHECK(gradient_bucket_bytes(l, w) == doctest::Approx(4.0 * kMiB));
+}
+
+TEST_CASE("fp8 GEMM inputs: TransformerEngine keeps the fp8 cast, torchao the bf16 input unless TP gathered it in fp8") {
+  const ModelSpec m = load_model("llama3-8b");
+  auto saved = [&](Framework f, int tp, const char* op_name) {
+    Layout l;
+    l.tp = tp;
+    l.sp = tp > 1;
+    Workload w = work(4096, 8, f);
+    w.dtype = Dtype::FP8;
+    const StepProgram p = expand_step_program(m, l, w);
+    for (const Op& op : p.dense_layer.forward)
+      if (std::string(op.name) == op_name) return op.saved;
+    for (const Op& op : p.stages.back().post_forward)
+      if (std::string(op.name) == op_name) return op.saved;
+    FAIL("no op " << op_name);
+    return 0.0;
+  };
+  const double T = 4096, h = double(m.hidden);
+  CHECK(saved(Framework::Megatron, 1, "qkv_proj") == doctest::Approx(T * h * 1));
+  CHECK(saved(Framework::Torchtitan, 1, "qkv_proj") == doctest::Approx(T * h * 2));
+  CHECK(saved(Framework::Torchtitan, 2, "qkv_proj") == doctest::Approx(T * h * 1));  // gathered in fp8, kept whole
+  CHECK(saved(Framework::Torchtitan, 2, "out_proj") == 2 * saved(Framework::Megatron, 2, "out_proj"));
+  // The output layer runs in bf16 in both.
+  CHECK(saved(Framework::Megatron, 1, "lm_head") == doctest::Approx(T * h * 2));
 }
