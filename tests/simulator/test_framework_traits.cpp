@@ -15,6 +15,16 @@
 using namespace sixfold;
 
 namespace {
+// Data parallelism alone, with a ZeRO stage.
+Layout data_parallel(int dp, int zero, Count micro_batch = 1, Recompute recompute = Recompute::None) {
+  Layout l;
+  l.dp = dp;
+  l.zero = zero;
+  l.micro_batch = micro_batch;
+  l.recompute = recompute;
+  return l;
+}
+
 Workload work(Count seq, Count batch, Framework f) {
   Workload w;
   w.seq = seq;
@@ -33,10 +43,7 @@ TEST_CASE("framework names parse, and an unknown one lists the allowed names") {
 TEST_CASE("unfused cross-entropy holds two more fp32 gradients of the logits than Megatron's fused loss") {
   const ModelSpec m = load_model("llama3-8b");
   const HardwareProfile hw = load_hardware("h100-sxm-80g");
-  Layout l;
-  l.dp = 8;
-  l.zero = 3;
-  l.micro_batch = 1;
+  const Layout l = data_parallel(8, 3);
   const Workload fused = work(8192, 8, Framework::Megatron);
   const Workload unfused = work(8192, 8, Framework::Torchtitan);
   const Prediction a = predict(m, hw, fused, l), b = predict(m, hw, unfused, l);
@@ -62,11 +69,7 @@ TEST_CASE("cross-node ring latency grows with the group, all-reduce falls back t
 TEST_CASE("DeepSpeed's per-tensor ZeRO-3 gathers cost more than FSDP's per-layer ones at scale") {
   const ModelSpec m = load_model("gpt3-175b");
   const HardwareProfile hw = load_hardware("a100-sxm-80g");
-  Layout l;
-  l.dp = 1536;
-  l.zero = 3;
-  l.micro_batch = 1;
-  l.recompute = Recompute::Full;
+  Layout l = data_parallel(1536, 3, 1, Recompute::Full);
   const Prediction fsdp = predict(m, hw, work(2048, 1536, Framework::Torchtitan), l);
   const Prediction ds = predict(m, hw, work(2048, 1536, Framework::DeepSpeed), l);
   CHECK(ds.time.dp_comm > fsdp.time.dp_comm);
@@ -81,10 +84,7 @@ TEST_CASE("DeepSpeed's per-tensor ZeRO-3 gathers cost more than FSDP's per-layer
 TEST_CASE("Megatron overlaps the distributed optimizer's parameter gather, DeepSpeed exposes it") {
   const ModelSpec m = load_model("llama3-8b");
   const HardwareProfile hw = load_hardware("h100-sxm-80g");
-  Layout l;
-  l.dp = 64;
-  l.zero = 1;
-  l.micro_batch = 1;
+  Layout l = data_parallel(64, 1);
   const Prediction meg = predict(m, hw, work(8192, 64, Framework::Megatron), l);
   const Prediction ds = predict(m, hw, work(8192, 64, Framework::DeepSpeed), l);
   CHECK(meg.time.dp_comm < ds.time.dp_comm);
@@ -111,9 +111,7 @@ TEST_CASE("bf16 gradients are kept in fp32 by Megatron and torchtitan, not by De
   CHECK(state_bytes(w).gradient == 2);
   // ZeRO-1 keeps the whole fp32 gradient on every rank: 4 bytes per parameter of the stage.
   const HardwareProfile hw = load_hardware("h100-sxm-80g");
-  Layout l;
-  l.dp = 8;
-  l.zero = 1;
+  const Layout l = data_parallel(8, 1);
   const Prediction p = predict(m, hw, work(4096, 8, Framework::Megatron), l);
   CHECK(p.memory.gradients == doctest::Approx(4.0 * double(count_parameters(m).total)).epsilon(1e-6));
 }
@@ -174,11 +172,7 @@ TEST_CASE("the simulator schedules the same framework traffic as the closed form
 TEST_CASE("legacy DeepSpeed's synchronous ZeRO-3 exposes every gather and reduction, in both models") {
   const ModelSpec m = load_model("gpt3-175b");
   const HardwareProfile hw = load_hardware("a100-sxm-80g");
-  Layout l;
-  l.dp = 384;
-  l.zero = 3;
-  l.micro_batch = 4;
-  l.recompute = Recompute::Full;
+  Layout l = data_parallel(384, 3, 4, Recompute::Full);
   const Prediction legacy = predict(m, hw, work(2048, 1536, Framework::DeepSpeedLegacy), l);
   const Prediction current = predict(m, hw, work(2048, 1536, Framework::DeepSpeed), l);
   CHECK(legacy.step_time > current.step_time);
