@@ -61,18 +61,19 @@ void keep_closest(std::vector<Candidate>& closest, const Candidate& c, size_t li
 
 void search_mesh(const PlanRequest& rq, Bytes budget, const Mesh& mesh, WorkerOutput& out) {
   const SearchOptions& o = rq.search;
-  const auto keys = program_keys(rq.work, mesh, o, out.pruned);
+  const auto keys = program_keys(rq.model, rq.work, mesh, o, out.pruned);
+  const size_t policies = recompute_policies(rq.model, o).size();
   for (Count b : mesh.micro_batches) {
     const auto vs = variants(rq.model, rq.work, mesh, b, o, out.pruned);
     if (vs.empty()) continue;
     // Per variant: whether the same layout with sp on exceeded the budget (indexed by recompute).
-    std::vector<std::vector<char>> sp_on_exceeds(int(Recompute::Full) + 1, std::vector<char>(vs.size(), 0));
+    std::vector<std::vector<char>> sp_on_exceeds(policies, std::vector<char>(vs.size(), 0));
     for (bool sp : {true, false}) {
       std::vector<char> lighter_fits(vs.size(), 0);
       for (const ProgramKey& k : keys) {
         if (k.micro_batch != b || k.sp != sp) continue;
         out.enumerated += Count(vs.size());
-        const int r = int(k.recompute);
+        const int r = k.policy;
         // Skip the expansion when every variant is already decided.
         bool any = false;
         for (size_t i = 0; i < vs.size() && !any; ++i) any = !lighter_fits[i] && !(!sp && sp_on_exceeds[r][i]);

@@ -51,6 +51,7 @@ Layout make_layout(const Mesh& mesh, const ProgramKey& key, const Variant& v) {
   l.sp = key.sp;
   l.micro_batch = key.micro_batch;
   l.recompute = key.recompute;
+  l.recompute_modules = key.recompute_modules;
   l.zero = v.zero;
   l.dp_overlap = v.dp_overlap;
   l.schedule = v.schedule;
@@ -104,8 +105,23 @@ std::vector<Mesh> enumerate_meshes(const ModelSpec& model, const Workload& work,
   return out;
 }
 
-std::vector<ProgramKey> program_keys(const Workload& work, const Mesh& mesh, const SearchOptions& o,
-                                     PruneCounts& pruned) {
+std::vector<std::pair<Recompute, unsigned>> recompute_policies(const ModelSpec& model, const SearchOptions& o) {
+  namespace rm = recompute_module;
+  std::vector<std::pair<Recompute, unsigned>> out;
+  for (Recompute r : o.recompute) {
+    out.push_back({r, 0});
+    if (r != Recompute::Selective) continue;
+    // Each saves more and re-runs more than the one before it.
+    unsigned extra = rm::kCoreAttn;
+    if (model.moe.enabled()) out.push_back({r, extra |= rm::kMoeAct});
+    out.push_back({r, extra |= rm::kLayernorm});
+    if (model.mla.enabled) out.push_back({r, extra | rm::kMlaUpProj});
+  }
+  return out;
+}
+
+std::vector<ProgramKey> program_keys(const ModelSpec& model, const Workload& work, const Mesh& mesh,
+                                     const SearchOptions& o, PruneCounts& pruned) {
   std::vector<ProgramKey> keys;
   std::vector<bool> sps;
   if (mesh.tp > 1) {
@@ -115,9 +131,11 @@ std::vector<ProgramKey> program_keys(const Workload& work, const Mesh& mesh, con
   } else {
     sps.push_back(false);
   }
+  const auto policies = recompute_policies(model, o);
   for (Count b : mesh.micro_batches)
     for (bool sp : sps)
-      for (Recompute r : o.recompute) keys.push_back({sp, b, r});
+      for (size_t i = 0; i < policies.size(); ++i)
+        keys.push_back({sp, b, policies[i].first, policies[i].second, int(i)});
   return keys;
 }
 
@@ -177,7 +195,7 @@ std::vector<Layout> enumerate_layouts(const ModelSpec& model, const Workload& wo
                                       const SearchOptions& o, PruneCounts& pruned) {
   std::vector<Layout> out;
   for (const Mesh& mesh : enumerate_meshes(model, work, gpus, gpus_per_node, o, pruned)) {
-    const auto keys = program_keys(work, mesh, o, pruned);
+    const auto keys = program_keys(model, work, mesh, o, pruned);
     for (Count b : mesh.micro_batches) {
       const auto vs = variants(model, work, mesh, b, o, pruned);
       for (const ProgramKey& k : keys) {
@@ -191,13 +209,14 @@ std::vector<Layout> enumerate_layouts(const ModelSpec& model, const Workload& wo
 
 int complexity(const Layout& l) {
   return (l.tp > 1) + (l.pp > 1) + (l.vpp > 1) + (l.cp > 1) + (l.ep > 1) + (l.etp > 1) + l.sp + l.zero +
-         int(l.recompute) + (l.schedule == Schedule::ZeroBubble) + (l.first_stage_layers > 0 || l.last_stage_layers > 0);
+         int(l.recompute) + __builtin_popcount(l.recompute_modules & ~recompute_module::kCoreAttn) +
+         (l.schedule == Schedule::ZeroBubble) + (l.first_stage_layers > 0 || l.last_stage_layers > 0);
 }
 
 bool layout_less(const Layout& a, const Layout& b) {
   auto t = [](const Layout& l) {
     return std::make_tuple(l.tp, l.pp, l.cp, l.dp, l.ep, l.etp, l.vpp, int(l.schedule), l.sp, l.zero, l.micro_batch,
-                           int(l.recompute), int(l.dp_overlap), l.first_stage_layers, l.last_stage_layers,
+                           int(l.recompute), l.recompute_modules, int(l.dp_overlap), l.first_stage_layers, l.last_stage_layers,
                            l.bucket_bytes, l.tp_overlap);
   };
   return t(a) < t(b);

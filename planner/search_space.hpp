@@ -45,7 +45,14 @@ struct ProgramKey {
   bool sp = false;
   Count micro_batch = 1;
   Recompute recompute = Recompute::None;
+  unsigned recompute_modules = 0;  // selective recompute's Megatron-Core modules (0: core attention)
+  int policy = 0;                  // index of (recompute, modules) in recompute_policies, lightest first
 };
+
+// The recompute policies the planner tries, lightest first: the requested ones, with selective
+// recompute also adding Megatron-Core's modules the model has (layernorm; moe_act for MoE;
+// mla_up_proj for MLA) to core attention.
+std::vector<std::pair<Recompute, unsigned>> recompute_policies(const ModelSpec& model, const SearchOptions& options);
 
 // What only changes the pricing.
 struct Variant {
@@ -64,8 +71,8 @@ std::vector<Mesh> enumerate_meshes(const ModelSpec& model, const Workload& work,
 // Program keys of a mesh in the order the planner walks them: sp on before off, micro-batch
 // ascending, recompute from none to full (so a lighter policy that fits dominates heavier ones).
 // Keys whose sp would need a sequence that tp does not divide are counted and left out.
-std::vector<ProgramKey> program_keys(const Workload& work, const Mesh& mesh, const SearchOptions& options,
-                                     PruneCounts& pruned);
+std::vector<ProgramKey> program_keys(const ModelSpec& model, const Workload& work, const Mesh& mesh,
+                                     const SearchOptions& options, PruneCounts& pruned);
 
 // Pricing variants of a mesh at a micro-batch; GPipe is counted as dominated by 1F1B (the same
 // time in the closed form, more activations in flight) and not returned. Counts what it removes.

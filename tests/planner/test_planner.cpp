@@ -127,3 +127,33 @@ TEST_CASE("an infeasible request (405B on eight 24 GiB GPUs) lists the closest l
   const int status = std::system(cmd.c_str());
   CHECK(WEXITSTATUS(status) == 1);
 }
+
+TEST_CASE("selective recompute is searched with the Megatron-Core modules the model has, lightest first") {
+  namespace rm = recompute_module;
+  const SearchOptions o;
+  const auto dense = recompute_policies(load_model("llama3-8b"), o);
+  const auto ds = recompute_policies(load_model("deepseek-v3"), o);
+  auto has = [](const auto& policies, unsigned modules) {
+    for (const auto& [r, m] : policies)
+      if (r == Recompute::Selective && m == modules) return true;
+    return false;
+  };
+  CHECK(has(dense, rm::kCoreAttn | rm::kLayernorm));
+  CHECK_FALSE(has(dense, rm::kCoreAttn | rm::kMoeAct));
+  CHECK(has(ds, rm::kCoreAttn | rm::kMoeAct | rm::kLayernorm | rm::kMlaUpProj));
+  CHECK(dense.front().first == Recompute::None);
+  CHECK(dense.back().first == Recompute::Full);
+  // Every layout with modules is valid for its model.
+  const ModelSpec m = load_model("mixtral-8x7b");
+  Workload w;
+  w.seq = 4096;
+  w.global_batch = 64;
+  PruneCounts pruned;
+  int with_modules = 0;
+  for (const Layout& l : enumerate_layouts(m, w, 16, 8, o, pruned)) {
+    if (l.recompute_modules == 0) continue;
+    ++with_modules;
+    CHECK_NOTHROW(validate_layout(m, l, w, 16));
+  }
+  CHECK(with_modules > 0);
+}
