@@ -74,7 +74,8 @@ PipelineInputs pipeline_inputs(const ModelSpec& model, const HardwareProfile& hw
 
     // Data-parallel traffic, the closed form's (dp_traffic), scheduled here.
     const DpTraffic dp = dp_traffic(model, hw, work, l, st);
-    s.full_reduction = dp.synchronous ? 0 : dp.full_reduction;
+    s.full_reduction = dp.full_reduction;
+    s.synchronous_dp = dp.synchronous;
     s.reduce_every_micro_batch = dp.reduce_every_micro_batch;
     s.gather_once = dp.gather_once;
     // Megatron's overlapped parameter gather after the step hides behind the next step's first
@@ -113,12 +114,7 @@ PipelineInputs pipeline_inputs(const ModelSpec& model, const HardwareProfile& hw
       ch.reduction = dp.reduction;
       ch.param_gather = l.zero == 3 ? dp.gather_pass / v : 0;
       ch.param_gather_backward = dp.backward_gather_passes * ch.param_gather;
-      if (dp.synchronous) {
-        ch.serial_dp_forward = ch.param_gather;
-        ch.serial_dp_backward = ch.param_gather_backward + dp.reductions_time() / v;
-        ch.param_gather = ch.param_gather_backward = 0;
-        ch.reductions = 0;
-      }
+
       s.chunks.push_back(ch);
     }
     in.stages.push_back(std::move(s));

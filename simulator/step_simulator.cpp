@@ -18,10 +18,6 @@ struct BlockIndex {
   }
 };
 
-Seconds serial_dp(const ChunkInputs& c, Phase ph) {
-  return ph == Phase::Forward ? c.serial_dp_forward : ph == Phase::Backward ? c.serial_dp_backward : 0;
-}
-
 const BlockCost& cost_of(const ChunkInputs& c, Phase ph) {
   switch (ph) {
     case Phase::Forward: return c.forward;
@@ -104,7 +100,7 @@ SimulationResult simulate_pipeline(const PipelineInputs& in) {
       t.kind = kind_of(b.phase);
       t.chunk = b.chunk;
       t.micro_batch = b.micro_batch;
-      t.duration = cost_of(ch, b.phase).duration() + serial_dp(ch, b.phase);
+      t.duration = cost_of(ch, b.phase).duration();
       const int id = sim.add(t);
       block[at(s, b.chunk, b.micro_batch, b.phase)] = id;
       bk.blocks.push_back(id);
@@ -115,33 +111,44 @@ SimulationResult simulate_pipeline(const PipelineInputs& in) {
       // ZeRO-3: the block starts once its first layer's parameters are gathered and cannot end
       // before the last layer's are; a backward block's gather is prefetched one layer ahead, as
       // this block's last layer starts (FSDP's backward prefetch).
+      // Synchronous ZeRO-3 (legacy DeepSpeed): the GPU waits for every collective and each
+      // collective for the GPU, so the block starts after its whole gather, its reductions run
+      // after it, and the next gather after those.
+      const bool sync = st.synchronous_dp;
       if (gather_next >= 0) {
-        sim.depend(id, gather_next, 1.0 / std::max(1, ch.layers));
+        sim.depend(id, gather_next, sync ? 1.0 : 1.0 / std::max(1, ch.layers));
         sim.finish_after(id, gather_next);
       }
       gather_next = -1;
-      if (k + 1 < order.size()) {
+      auto prefetch_next = [&](int after_reduction) {
+        if (k + 1 >= order.size()) return;
         gather_next = gather_for(order[k + 1]);
+        if (gather_next < 0) return;
         // A forward's first gather is issued when that forward starts (FSDP prefetches within a
         // pass, not across micro-batches), so it waits for this block to end.
-        const double issue_at = order[k + 1].phase == Phase::Forward ? 1.0 : 1.0 - 1.0 / std::max(1, ch.layers);
-        if (gather_next >= 0) sim.depend(gather_next, id, issue_at);
-      }
+        const double issue_at =
+            sync || order[k + 1].phase == Phase::Forward ? 1.0 : 1.0 - 1.0 / std::max(1, ch.layers);
+        sim.depend(gather_next, id, issue_at);
+        if (after_reduction >= 0) sim.depend(gather_next, after_reduction);
+      };
+      if (!sync) prefetch_next(-1);
 
       // Gradient reduction: per layer or bucket as the layers of this block finish (reverse order
       // within the block, so the j-th reduction is ready after (j+1)/n of the block), on the last
       // micro-batch only (DDP's no_sync) unless ZeRO-2/3 reduce every micro-batch.
+      int last_reduction = -1;
       if (b.phase == grad_phase) {
         const bool reduce_now = st.reduce_every_micro_batch || b.micro_batch == m - 1;
         if (in.dp_overlap == DpOverlap::None) {
           if (++grads_done[size_t(b.micro_batch)] == v && reduce_now && st.full_reduction > 0)
-            sim.depend(add_dp(TaskKind::GradReduce, st.full_reduction, b.chunk, b.micro_batch, 0), id);
+            sim.depend(last_reduction = add_dp(TaskKind::GradReduce, st.full_reduction, b.chunk, b.micro_batch, 0), id);
         } else if (reduce_now && ch.reductions > 0 && ch.reduction > 0) {
           for (int j = 0; j < ch.reductions; ++j)
-            sim.depend(add_dp(TaskKind::GradReduce, ch.reduction, b.chunk, b.micro_batch, j), id,
-                       double(j + 1) / ch.reductions);
+            sim.depend(last_reduction = add_dp(TaskKind::GradReduce, ch.reduction, b.chunk, b.micro_batch, j), id,
+                       sync ? 1.0 : double(j + 1) / ch.reductions);
         }
       }
+      if (sync) prefetch_next(last_reduction);
 
       const bool sends = b.phase == Phase::Forward ? !is_last_virtual(s, b.chunk)
                                                      : b.phase == Phase::Backward && !is_first_virtual(s, b.chunk);
@@ -237,7 +244,6 @@ SimulationResult simulate_pipeline(const PipelineInputs& in) {
       ss.cp_comm += c.cp_exposed;
       ss.ep_comm += c.ep;
       dp_waits += std::max(0.0, (t.end - t.start) - t.duration);  // ZeRO-3 gathers that outlast the block
-      dp_waits += serial_dp(ch, ph);
       ss.compute_end = std::max(ss.compute_end, t.end);
       // Activations are saved from the start of the forward and freed when the backward that
       // consumes them ends (ZB-H1's W keeps only GEMM inputs; counted as freed with B).
@@ -261,6 +267,11 @@ SimulationResult simulate_pipeline(const PipelineInputs& in) {
     const Task& opt = tasks[size_t(optimizer[size_t(s)])];
     ss.optimizer = opt.end - opt.start;
     ss.dp_comm = dp_waits + std::max(0.0, dp_end - ss.compute_end);
+    if (st.synchronous_dp) {  // nothing overlaps: every collective is exposed
+      ss.dp_comm = 0;
+      for (const Task& t : tasks)
+        if (t.rank == s && t.stream == Stream::DP && t.index >= 0) ss.dp_comm += t.end - t.start;
+    }
     if (post_gather[size_t(s)] >= 0) ss.dp_comm += tasks[size_t(post_gather[size_t(s)])].end - opt.end;
     const Seconds busy = ss.compute + ss.dispatch_overhead + ss.tp_comm + ss.cp_comm + ss.ep_comm + ss.pp_comm + ss.dp_comm + ss.optimizer;
     ss.bubble = std::max(0.0, r.step_time - busy);

@@ -34,9 +34,6 @@ struct ChunkInputs {
   int reductions = 0;      // how many of them per gradient pass of this chunk (0: no DP traffic)
   Seconds param_gather = 0;  // ZeRO-3: all-gather of this chunk's parameters before a forward block
   Seconds param_gather_backward = 0;  // and before a backward block (twice where recompute re-gathers)
-  // Synchronous ZeRO-3 (legacy DeepSpeed): the chunk's DP traffic runs inside its blocks, on the
-  // critical path, instead of on the DP stream.
-  Seconds serial_dp_forward = 0, serial_dp_backward = 0;
   int layers = 1;            // transformer layers of the chunk (ZeRO-3 prefetches layer by layer)
 };
 
@@ -48,6 +45,7 @@ struct StageInputs {
   Seconds post_step_gather = 0;     // ZeRO-1/2: the exposed all-gather of the updated parameters after the step
   bool reduce_every_micro_batch = false;  // ZeRO-2/3; otherwise only the last micro-batch reduces
   bool gather_once = false;               // ZeRO-3 parameters gathered in the first forward and kept
+  bool synchronous_dp = false;            // ZeRO-3 collectives and compute wait for each other (legacy DeepSpeed)
   Bytes static_memory = 0;          // model state, buffers, workspace: held the whole step
 };
 

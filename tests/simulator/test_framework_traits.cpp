@@ -186,6 +186,17 @@ TEST_CASE("legacy DeepSpeed's synchronous ZeRO-3 exposes every gather and reduct
   const SimulationResult sim = simulate_step(m, hw, work(2048, 1536, Framework::DeepSpeedLegacy), l);
   CHECK(sim.step_time == doctest::Approx(legacy.step_time).epsilon(0.01));
   CHECK(sim.breakdown.dp_comm == doctest::Approx(legacy.time.dp_comm).epsilon(0.01));
+  // The timeline shows it: gathers and reductions on the DP stream, none during compute.
+  const SimulationResult traced = simulate_step(m, hw, work(2048, 1536, Framework::DeepSpeedLegacy), l,
+                                                expand_step_program(m, l, work(2048, 1536, Framework::DeepSpeedLegacy)), true);
+  int gathers = 0;
+  for (const Task& d : traced.tasks) {
+    if (d.stream != Stream::DP) continue;
+    gathers += d.kind == TaskKind::ParamGather;
+    for (const Task& c : traced.tasks)
+      if (c.stream == Stream::Compute && c.rank == d.rank) CHECK((d.end <= c.start + 1e-9 || d.start >= c.end - 1e-9));
+  }
+  CHECK(gathers >= 2);
   // Selective recompute re-runs no weights: no second backward gather.
   l.recompute = Recompute::Selective;
   CHECK(dp_traffic(m, hw, work(2048, 1536, Framework::DeepSpeedLegacy), l, prog.stages[0]).backward_gather_passes == 1);
