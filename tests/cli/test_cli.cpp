@@ -174,6 +174,10 @@ TEST_CASE("the framework shows in the header, and a framework's export prices th
   r = run_sixfold("predict --model llama3-8b --hardware h100-sxm-80g --gpus 8 --zero 3");
   REQUIRE(r.code == 0);
   CHECK_FALSE(contains(r.output, "runs it"));
+  // torchtitan's "selective" is its op-level checkpointing.
+  r = run_sixfold("predict --model llama3-8b --hardware h100-sxm-80g --gpus 8 --zero 3 --framework torchtitan --recompute selective");
+  REQUIRE(r.code == 0);
+  CHECK(contains(r.output, "recompute=selective-op"));
   const std::string out = write_temp("tt.toml", "");
   r = run_sixfold("plan --model llama3-8b --hardware h100-sxm-80g --gpus 8 --seq 8192 --global-batch 64 --export " + out +
                   " --export-format torchtitan");

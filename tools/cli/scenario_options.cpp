@@ -105,6 +105,10 @@ Scenario ScenarioFlags::resolve(bool with_layout) const {
     if (zero) l.zero = *zero;
     if (micro_batch) l.micro_batch = *micro_batch;
     if (!recompute.empty()) l.recompute = parse_recompute(recompute);
+    // torchtitan's "selective" activation checkpointing is op-level by default (selective_ac_option
+    // = "op"); Megatron's core-attention recompute does not exist there.
+    if (recompute == "selective" && recompute_modules.empty() && s.work.framework == Framework::Torchtitan)
+      l.recompute = Recompute::SelectiveOp;
     if (!recompute_modules.empty()) {
       if (!recompute.empty() && l.recompute != Recompute::Selective)
         throw UsageError("--recompute-modules needs --recompute selective (got " + recompute + ")");
