@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <set>
 
 #include "planner/exporters.hpp"
 #include "planner/families.hpp"
@@ -87,6 +88,7 @@ struct PlanCommand {
     rq.gpus = s.gpus;
     rq.work = s.work;
     rq.threads = threads;
+    rq.closest_count = 40;  // enough to list five that differ in more than schedule or DP overlap
     if (refine < 0) throw UsageError("--refine " + std::to_string(refine) + ": must be 0 (off) or a count of candidates");
     rq.refine = refine;
     if (!mem_budget.empty()) rq.memory_budget = parse_size(mem_budget);
@@ -269,12 +271,17 @@ struct PlanCommand {
   }
 
   int report_infeasible(const Scenario& s, const PlanResult& res) const {
+    // Layouts that differ only in schedule or DP overlap need the same memory: five distinct ones.
+    std::vector<Candidate> closest;
+    std::set<std::string> listed;
+    for (const auto& c : res.closest)
+      if (closest.size() < 5 && listed.insert(describe(c.layout)).second) closest.push_back(c);
     if (json) {
       nlohmann::ordered_json out;
       out["recommended"] = nullptr;
       out["memory_budget_bytes"] = res.budget;
       nlohmann::ordered_json cl = nlohmann::ordered_json::array();
-      for (const auto& c : res.closest)
+      for (const auto& c : closest)
         cl.push_back({{"layout", layout_json(c.layout)}, {"peak_memory_bytes", c.peak_memory},
                       {"lacks_bytes", c.peak_memory - res.budget}});
       out["closest"] = cl;
@@ -287,7 +294,7 @@ struct PlanCommand {
       std::printf("no layout fits the memory budget of %.2f GiB per GPU (%lld layouts memory-checked)\n",
                   res.budget / kGiB, (long long)res.memory_checked);
       std::cout << "closest layouts:\n";
-      for (const auto& c : res.closest)
+      for (const auto& c : closest)
         std::printf("  %-70s needs %8.2f GiB, lacks %8.2f GiB\n", describe(c.layout).c_str(), c.peak_memory / kGiB,
                     (c.peak_memory - res.budget) / kGiB);
     }
