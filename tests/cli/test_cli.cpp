@@ -1,6 +1,8 @@
 // The CLI end to end: exit codes (usage errors 2, failures 1), messages that name what is wrong,
 // and the documented JSON shapes.
 #include <doctest/doctest.h>
+
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "tests/run_sixfold.hpp"
@@ -201,4 +203,19 @@ TEST_CASE("--recompute-modules: Megatron-Core's names, a usage error for others,
   r = run_sixfold("predict --model llama3-8b --hardware h100-sxm-80g --gpus 8 --recompute-modules layernorm,mlp --json");
   REQUIRE(r.code == 0);
   CHECK(nlohmann::json::parse(r.output)["layout"]["recompute_modules"] == "mlp,layernorm");
+}
+
+TEST_CASE("an infeasible plan lists five distinct closest layouts") {
+  Result r = run_sixfold("plan --model mixtral-8x7b --hardware h100-sxm-80g --gpus 16 --seq 8192 --global-batch 64 "
+                         "--mem-budget 40GiB --json");
+  CHECK(r.code == 1);
+  const auto j = nlohmann::json::parse(r.output);
+  REQUIRE(j["closest"].size() == 5);
+  std::set<std::string> seen;
+  for (const auto& c : j["closest"]) {
+    auto l = c["layout"];
+    l.erase("schedule");
+    l.erase("dp_overlap");
+    CHECK(seen.insert(l.dump()).second);
+  }
 }
