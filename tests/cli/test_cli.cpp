@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <set>
+
 #include <nlohmann/json.hpp>
 
 #include "tests/run_sixfold.hpp"
