@@ -212,6 +212,11 @@ Framework parse_framework(const std::string& s) {
   return parse_enum(s, "framework", t);
 }
 
+bool parse_adam_moments(const std::string& s) {
+  static const std::pair<const char*, bool> t[] = {{"fp32", false}, {"bf16", true}};
+  return parse_enum(s, "adam moments dtype", t);
+}
+
 std::string to_string(Framework f) {
   switch (f) {
     case Framework::Megatron: return "megatron";

@@ -104,6 +104,9 @@ struct Workload {
   // the softmax, its dropout mask and output are saved (Korthikanti et al. 2022, Table 2).
   bool flash_attention = true;
   Framework framework = Framework::Megatron;
+  // Adam's two moments in bf16 instead of fp32 (Megatron-Core's precision-aware optimizer,
+  // --exp-avg-dtype/--exp-avg-sq-dtype bf16; DeepSeek-V3 trains so, its report section 3.3).
+  bool bf16_adam_moments = false;
 };
 
 // Micro-batches per pipeline per step (gradient accumulation steps).
@@ -128,6 +131,7 @@ Recompute parse_recompute(const std::string& s);
 DpOverlap parse_dp_overlap(const std::string& s);
 Schedule parse_schedule(const std::string& s);
 Framework parse_framework(const std::string& s);
+bool parse_adam_moments(const std::string& s);  // "fp32" -> false, "bf16" -> true
 Count bytes_per_element(Dtype d);  // matrix-input width: fp8 1, bf16/fp16 2, fp32/tf32 4
 
 // "dp=2 tp=4 pp=2 ..." compact description for tables and messages.

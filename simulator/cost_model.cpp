@@ -119,11 +119,13 @@ std::vector<StageTime> stage_times(const ModelSpec& model, const HardwareProfile
         break;
       }
     }
-    // AdamW over this rank's shard: reads master weights, gradient and both moments, writes the
-    // master, the moments and the low-precision copy (28-30 bytes per parameter).
+    // AdamW over this rank's shard: reads the master weights (the weights in fp32 training), the
+    // gradient and both moments, writes the master, the moments and the low-precision copy
+    // (28-30 bytes per parameter with fp32 moments).
     const Count shard = l.zero >= 1 ? Count(l.dp) * l.cp : 1;
     const double params = double(st.dense_params + st.expert_params) / double(shard);
-    const Bytes traffic = params * (sb.master > 0 ? 30.0 : 28.0);
+    const Bytes master = sb.master > 0 ? sb.master : sb.weight;
+    const Bytes traffic = params * (2 * master + sb.gradient + 2 * sb.optimizer + (sb.master > 0 ? sb.weight : 0));
     s.optimizer = traffic / (hw.memory_bandwidth * hw.memory_efficiency) + 10 * hw.kernel_overhead;
     out.push_back(s);
   }

@@ -33,6 +33,7 @@ StateBytes state_bytes(const Workload& w) {
   const bool low = w.dtype == Dtype::BF16 || w.dtype == Dtype::FP8 ||
                    (w.dtype == Dtype::FP16 && w.framework == Framework::Torchtitan);
   if (low && framework_traits(w.framework).fp32_gradients) b.gradient = 4;
+  if (w.bf16_adam_moments) b.optimizer = 4;
   return b;
 }
 

@@ -79,6 +79,7 @@ Workload parse_workload(const YamlDoc& doc, const YAML::Node& n) {
   w.dtype = parse_enum_field(doc, n, "dtype", Dtype::BF16, &parse_dtype);
   w.flash_attention = optional<bool>(doc, n, "flash_attention", true);
   w.framework = parse_enum_field(doc, n, "framework", Framework::Megatron, &parse_framework);
+  w.bf16_adam_moments = parse_enum_field(doc, n, "adam_moments", false, &parse_adam_moments);
   if (w.seq <= 0) yaml_field_error(doc, n["seq"], "seq", "must be positive");
   if (w.global_batch <= 0) yaml_field_error(doc, n["global_batch"], "global_batch", "must be positive");
   return w;
@@ -211,6 +212,7 @@ void emit_workload(YAML::Emitter& o, const Workload& w) {
   o << YAML::Key << "dtype" << YAML::Value << to_string(w.dtype);
   o << YAML::Key << "flash_attention" << YAML::Value << w.flash_attention;
   o << YAML::Key << "framework" << YAML::Value << to_string(w.framework);
+  if (w.bf16_adam_moments) o << YAML::Key << "adam_moments" << YAML::Value << "bf16";
   o << YAML::EndMap;
 }
 

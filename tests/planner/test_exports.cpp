@@ -65,7 +65,9 @@ TEST_CASE("Megatron-LM flags are names megatron/training/arguments.py defines") 
       "--expert-tensor-parallel-size", "--sequence-parallel", "--tp-comm-overlap", "--use-distributed-optimizer",
       "--overlap-param-gather", "--overlap-grad-reduce", "--ddp-bucket-size", "--recompute-granularity",
       "--recompute-method", "--recompute-num-layers", "--use-flash-attn", "--micro-batch-size",
-      "--global-batch-size", "--bf16", "--fp16", "--fp8-format"};
+      "--global-batch-size", "--bf16", "--fp16", "--fp8-format",
+      // _add_training_args (--recompute-modules) and _add_optimizer_args (precision-aware optimizer)
+      "--recompute-modules", "--use-precision-aware-optimizer", "--exp-avg-dtype", "--exp-avg-sq-dtype"};
   Scenario s = llama_scenario();
   s.layout.dp_overlap = DpOverlap::Bucketed;
   const std::string text = export_megatron(s);
@@ -78,6 +80,17 @@ TEST_CASE("Megatron-LM flags are names megatron/training/arguments.py defines") 
       ++flags;
     }
   CHECK(flags > 15);
+  // Recompute modules and bf16 Adam moments, as Megatron names them.
+  Scenario t = s;
+  t.layout.recompute = Recompute::Selective;
+  t.layout.recompute_modules = recompute_module::kCoreAttn | recompute_module::kLayernorm;
+  t.work.bf16_adam_moments = true;
+  const std::string more = export_megatron(t);
+  std::istringstream in2(more);
+  while (in2 >> word)
+    if (word.rfind("--", 0) == 0) CHECK_MESSAGE(known.count(word) == 1, word);
+  CHECK(more.find("--recompute-modules core_attn layernorm") != std::string::npos);
+  CHECK(more.find("--exp-avg-sq-dtype bf16") != std::string::npos);
   CHECK(text.find("--tensor-model-parallel-size 8") != std::string::npos);
   CHECK(text.find("--num-layers-per-virtual-pipeline-stage 4") != std::string::npos);  // 80 / 4 stages / vpp 5
   CHECK(text.find("--recompute-method uniform") != std::string::npos);

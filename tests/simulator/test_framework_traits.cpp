@@ -242,3 +242,18 @@ TEST_CASE("fp8 GEMM inputs: TransformerEngine keeps the fp8 cast, torchao the bf
   // The output layer runs in bf16 in both.
   CHECK(saved(Framework::Megatron, 1, "lm_head") == doctest::Approx(T * h * 2));
 }
+
+TEST_CASE("bf16 Adam moments halve the optimizer state and its step traffic") {
+  const ModelSpec m = load_model("llama3-8b");
+  const HardwareProfile hw = load_hardware("h100-sxm-80g");
+  const Layout l = data_parallel(8, 1);
+  Workload w = work(4096, 8, Framework::Megatron);
+  const Prediction fp32 = predict(m, hw, w, l);
+  w.bf16_adam_moments = true;
+  CHECK(state_bytes(w).optimizer == 4);
+  const Prediction bf16 = predict(m, hw, w, l);
+  CHECK(bf16.memory.optimizer_states == doctest::Approx(fp32.memory.optimizer_states / 2));
+  CHECK(bf16.time.optimizer < fp32.time.optimizer);
+  CHECK(parse_adam_moments("bf16"));
+  CHECK_THROWS_WITH_AS(parse_adam_moments("fp8"), doctest::Contains("allowed: fp32, bf16"), UsageError);
+}

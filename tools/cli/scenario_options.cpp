@@ -18,6 +18,8 @@ void ScenarioFlags::add_to(CLI::App& app, bool with_layout) {
   app.add_option("--global-batch", global_batch, "sequences per optimizer step (default: dp x micro-batch x pp)");
   app.add_option("--dtype", dtype, "bf16 | fp16 | fp8 | fp32 (default bf16)");
   app.add_flag("--no-flash-attention", no_flash_attention, "price unfused attention that saves the s x s scores");
+  app.add_option("--adam-moments", adam_moments,
+                 "fp32 (default) | bf16: Adam's moments in bf16 (Megatron-Core's precision-aware optimizer)");
   app.add_option("--framework", framework,
                  "megatron | deepspeed | deepspeed-legacy | torchtitan: whose loss, ZeRO-3 gathers and overlap to price (default megatron)");
   if (!with_layout) return;
@@ -86,6 +88,7 @@ Scenario ScenarioFlags::resolve(bool with_layout) const {
   if (!dtype.empty()) s.work.dtype = parse_dtype(dtype);
   if (no_flash_attention) s.work.flash_attention = false;
   if (!framework.empty()) s.work.framework = parse_framework(framework);
+  if (!adam_moments.empty()) s.work.bf16_adam_moments = parse_adam_moments(adam_moments);
   if (s.work.seq <= 0) throw UsageError("--seq must be positive");
 
   Layout& l = s.layout;

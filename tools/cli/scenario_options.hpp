@@ -11,7 +11,7 @@
 namespace sixfold::cli {
 
 struct ScenarioFlags {
-  std::string scenario, plan, model, hardware, cluster, dtype, recompute, dp_overlap, schedule, framework;
+  std::string scenario, plan, model, hardware, cluster, dtype, recompute, dp_overlap, schedule, framework, adam_moments;
   std::string bucket_size, network_bandwidth, intra_node_bandwidth, recompute_modules;
   std::optional<int> gpus, gpus_per_node, tp, pp, vpp, cp, ep, etp, zero, first_stage_layers, last_stage_layers;
   std::optional<long long> seq, global_batch, micro_batch;
