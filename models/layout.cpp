@@ -240,7 +240,7 @@ FrameworkTraits framework_traits(Framework f) {
     case Framework::DeepSpeed:
       t.zero3_gather_per_tensor = true;
       t.zero3_regathers_for_recompute = true;
-      t.zero3_reduce_bucket = 5e8 * 2;  // DeepSpeed's reduce_bucket_size default, 5e8 fp16 elements
+      t.zero3_reduces_in_buckets = true;
       break;
     case Framework::Torchtitan:
       t.fused_cross_entropy = false;

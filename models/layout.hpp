@@ -52,9 +52,9 @@ struct FrameworkTraits {
   // Every ZeRO-3 collective waits for the GPU (torch.cuda.synchronize before each all-gather,
   // DeepSpeed issue #1069 / PR #1188): nothing overlaps with compute.
   bool zero3_synchronous = false;
-  // ZeRO-3 gradient reduce-scatter granularity: 0 = one per layer (FSDP), else a bucket of this
-  // many bytes (DeepSpeed reduce_bucket_size, 5e8 elements of fp16).
-  Bytes zero3_reduce_bucket = 0;
+  // ZeRO-3 reduce-scatters gradients in DP buckets (DeepSpeed's reduce_bucket_size,
+  // gradient_bucket_bytes) rather than one per layer (FSDP).
+  bool zero3_reduces_in_buckets = false;
   // Megatron's distributed optimizer overlaps the parameter all-gather after the step with the
   // next forward (--overlap-param-gather) when DP overlap is on; DeepSpeed's ZeRO-1/2 gathers
   // after the step, exposed.

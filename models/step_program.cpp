@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <string>
+#include <string_view>
 
 namespace sixfold {
 
@@ -195,14 +196,14 @@ CoreRange add_attention(std::vector<Op>& ops, const ModelSpec& m, const Workload
   return core;
 }
 
-// A dense MLP over `tokens` rows with FFN width `ffn_rank` on this rank.
+// A dense MLP over `tokens` rows with FFN width `ffn_rank` on this rank; its up-projection keeps
+// `input_saved_tokens` rows of its input, `input_width` bytes each element.
 void add_mlp_body(std::vector<Op>& ops, const ModelSpec& m, const Dims& d, Count tokens, Count ffn_rank,
-                  Count input_saved_tokens, Count batch = 1, const char* up = "mlp_up", const char* act_name = "mlp_act",
-                  const char* down = "mlp_down") {
+                  Count input_saved_tokens, Count input_width, Count batch = 1, const char* up = "mlp_up",
+                  const char* act_name = "mlp_act", const char* down = "mlp_down") {
   const Count h = d.h, a = d.act;
   const bool glu = m.activation == Activation::SwiGLU;
-  const Count up_width = std::string(up) == "expert_up" ? d.gemm_input : d.colwise_input;
-  ops.push_back(with_saved(gemm(up, OpClass::Gemm, tokens / batch, (glu ? 2 : 1) * ffn_rank, h, batch), Bytes(input_saved_tokens * h * up_width)));
+  ops.push_back(with_saved(gemm(up, OpClass::Gemm, tokens / batch, (glu ? 2 : 1) * ffn_rank, h, batch), Bytes(input_saved_tokens * h * input_width)));
   // SwiGLU saves gate and up (4f bytes/token at 2 B); GELU saves its input.
   const Bytes act_saved = Bytes(tokens * ffn_rank * a * (glu ? 2 : 1));
   ops.push_back(with_saved(memory(act_name, OpClass::Elementwise, Bytes(tokens * ffn_rank * a * (glu ? 3 : 2))), act_saved));
@@ -213,7 +214,7 @@ void add_dense_mlp(std::vector<Op>& ops, const ModelSpec& m, const Dims& d) {
   const Count Ts = d.sp_tokens, h = d.h, a = d.act;
   ops.push_back(with_saved(memory("mlp_norm", OpClass::Norm, Bytes(2 * Ts * h * a)), Bytes(Ts * h * a)));
   tp_enter(ops, d, "mlp_allgather");
-  add_mlp_body(ops, m, d, d.tokens, m.ffn / d.tp, d.gemm_input_tokens);
+  add_mlp_body(ops, m, d, d.tokens, m.ffn / d.tp, d.gemm_input_tokens, d.colwise_input);
   tp_exit(ops, d, "mlp_allreduce", "mlp_reducescatter");
   if (m.dropout) ops.push_back(with_saved(memory("mlp_dropout", OpClass::Elementwise, Bytes(2 * Ts * h * a)), Bytes(Ts * h)));
   ops.push_back(memory("mlp_residual", OpClass::Elementwise, Bytes(3 * Ts * h * a)));
@@ -236,7 +237,8 @@ void add_moe_mlp(std::vector<Op>& ops, const ModelSpec& m, const Dims& d) {
   Count expert_tokens = Count(double(Tm * k) * capacity) * d.etp;
   if (d.etp > 1) ops.push_back(collective("etp_allgather", Group::ExpertTensor, Collective::AllGather, Bytes(expert_tokens * h * a), d.etp));
   const Count local_experts = std::max<Count>(1, m.moe.num_experts / d.ep);
-  add_mlp_body(ops, m, d, expert_tokens, m.moe.expert_ffn / d.etp, expert_tokens, local_experts, "expert_up", "expert_act", "expert_down");
+  add_mlp_body(ops, m, d, expert_tokens, m.moe.expert_ffn / d.etp, expert_tokens, d.gemm_input, local_experts, "expert_up",
+               "expert_act", "expert_down");
   if (d.etp > 1) ops.push_back(collective("etp_reducescatter", Group::ExpertTensor, Collective::ReduceScatter, Bytes(expert_tokens * h * a), d.etp));
   if (d.ep > 1) ops.push_back(collective("ep_combine", Group::EP, Collective::AllToAll, Bytes(Tm * k * h * a), d.ep));
   // Unpermute weights each expert output by its routing probability: the gradient of the
@@ -247,7 +249,7 @@ void add_moe_mlp(std::vector<Op>& ops, const ModelSpec& m, const Dims& d) {
   if (m.moe.shared_experts > 0) {
     const Count shared_ffn = (m.moe.shared_expert_ffn > 0 ? m.moe.shared_expert_ffn : m.moe.expert_ffn) * m.moe.shared_experts;
     // Shared experts are TP-sharded like a dense MLP: all tokens, ffn/tp on each rank.
-    add_mlp_body(ops, m, d, d.tokens, shared_ffn / d.tp, Tm, 1, "shared_up", "shared_act", "shared_down");
+    add_mlp_body(ops, m, d, d.tokens, shared_ffn / d.tp, Tm, d.colwise_input, 1, "shared_up", "shared_act", "shared_down");
   }
   ops.push_back(memory("mlp_residual", OpClass::Elementwise, Bytes(3 * Tm * h * a)));
 }
@@ -368,7 +370,7 @@ void select_modules(LayerProgram& lp, const ModelSpec& m, const Dims& d, unsigne
   for (size_t i = 0; i < n; ++i) original += saved[i] = lp.forward[i].saved;
   auto named = [&](size_t i, std::initializer_list<const char*> names) {
     for (const char* name : names)
-      if (std::string(lp.forward[i].name) == name) return true;
+      if (std::string_view(lp.forward[i].name) == name) return true;
     return false;
   };
   auto index_of = [&](const char* name) {

@@ -90,14 +90,14 @@ std::vector<StageTime> stage_times(const ModelSpec& model, const HardwareProfile
                                        : overlap::exposed_grad_reduction(l.dp_overlap, dp.reductions_time(), window, dp.reductions);
     // The updated parameters are gathered after the step; Megatron overlaps that with the next
     // forward, one bucket at a time, when DP overlap is on.
-    const Seconds gather_after_step = fw.overlap_param_gather && l.dp_overlap != DpOverlap::None
-                                          ? overlap::exposed_param_gather(dp.param_gather, s.forward, dp.reductions)
-                                          : dp.param_gather;
+    s.post_step_gather = fw.overlap_param_gather && l.dp_overlap != DpOverlap::None
+                             ? overlap::exposed_param_gather(dp.param_gather, s.forward, dp.reductions)
+                             : dp.param_gather;
     const int layers = std::max(1, st.layers);
     switch (l.zero) {
       case 0: s.dp = reduce_exposed; break;
-      case 1: s.dp = reduce_exposed + gather_after_step; break;
-      case 2: s.dp = double(m) * reduce_exposed + gather_after_step; break;  // reduced every micro-batch
+      case 1: s.dp = reduce_exposed + s.post_step_gather; break;
+      case 2: s.dp = double(m) * reduce_exposed + s.post_step_gather; break;  // reduced every micro-batch
       case 3: {
         const Seconds gather_b = dp.backward_gather_passes * dp.gather_pass;
         if (dp.synchronous) {  // every collective waits for the GPU and the GPU for it

@@ -21,6 +21,7 @@ struct StageTime {
   Seconds tp = 0, cp = 0, ep = 0, pp = 0;       // exposed communication per micro-batch
   Seconds overhead = 0;                         // host dispatch time beyond the GPU's, per micro-batch
   Seconds dp = 0;                               // exposed gradient reduction / ZeRO traffic per step
+  Seconds post_step_gather = 0;                 // ZeRO-1/2: the exposed gather of the updated parameters (in dp)
   Seconds optimizer = 0;                        // per step
 };
 

@@ -46,8 +46,8 @@ DpTraffic dp_traffic(const ModelSpec& model, const HardwareProfile& hw, const Wo
   if (l.zero == 3) {
     // FSDP reduce-scatters per layer, DeepSpeed per reduce bucket; gathers are per layer (FSDP
     // flat parameters) or per parameter tensor (DeepSpeed).
-    t.reductions = fw.zero3_reduce_bucket > 0
-                       ? std::max(1, int(std::ceil((dense_grads + expert_grads) / fw.zero3_reduce_bucket)))
+    t.reductions = fw.zero3_reduces_in_buckets
+                       ? std::max(1, int(std::ceil((dense_grads + expert_grads) / gradient_bucket_bytes(l, work))))
                        : layers;
     t.gathers = layers;
     if (fw.zero3_gather_per_tensor)

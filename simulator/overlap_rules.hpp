@@ -49,7 +49,6 @@ inline Seconds exposed_zero3_backward(DpOverlap mode, Seconds gather_total, Seco
   // their own (FSDP2): what the backward cannot cover is exposed. The last layer's
   // reduce-scatter overlaps the next micro-batch's forward; the step's very last one is exposed
   // once (zero3_step_tail).
-  (void)layers;
   return std::max(0.0, gather_total + reduce_total - backward);
 }
 

@@ -52,7 +52,6 @@ PipelineInputs pipeline_inputs(const ModelSpec& model, const HardwareProfile& hw
   in.dp_overlap = l.dp_overlap;
   const GroupPlacement pp_place = pricer.placement(Group::PP);
   in.pp_link = pp_place.crosses_nodes ? Link::InterNode : Link::IntraNode;
-  const FrameworkTraits fw = framework_traits(work.framework);
   in.dp_link = place_gradient_group(l, hw.gpus_per_node).crosses_nodes ||
                        pricer.placement(Group::ExpertData).crosses_nodes
                    ? Link::InterNode
@@ -80,9 +79,7 @@ PipelineInputs pipeline_inputs(const ModelSpec& model, const HardwareProfile& hw
     s.gather_once = dp.gather_once;
     // Megatron's overlapped parameter gather after the step hides behind the next step's first
     // forward: only what the closed form leaves exposed runs after the optimizer here.
-    s.post_step_gather = fw.overlap_param_gather && l.dp_overlap != DpOverlap::None
-                             ? overlap::exposed_param_gather(dp.param_gather, closed[si].forward, dp.reductions)
-                             : dp.param_gather;
+    s.post_step_gather = closed[si].post_step_gather;
     for (int c = 0; c < v; ++c) {
       ChunkInputs ch;
       const double dense_layers = double(st.dense_layers) / v, moe_layers = double(st.moe_layers) / v;

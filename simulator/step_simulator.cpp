@@ -255,23 +255,22 @@ SimulationResult simulate_pipeline(const PipelineInputs& in) {
         in_flight.emplace_back(t.end, -1.0 / v);
       }
     }
-    Seconds dp_end = 0;
+    Seconds dp_end = 0, dp_busy = 0;
     for (const Task& t : tasks) {
       if (t.rank != s) continue;
       if (t.stream == Stream::PP) {
         ss.pp_comm += t.end - t.start;
         ss.compute_end = std::max(ss.compute_end, t.end);
       }
-      if (t.stream == Stream::DP && t.index >= 0) dp_end = std::max(dp_end, t.end);
+      if (t.stream == Stream::DP && t.index >= 0) {
+        dp_end = std::max(dp_end, t.end);
+        dp_busy += t.end - t.start;
+      }
     }
     const Task& opt = tasks[size_t(optimizer[size_t(s)])];
     ss.optimizer = opt.end - opt.start;
-    ss.dp_comm = dp_waits + std::max(0.0, dp_end - ss.compute_end);
-    if (st.synchronous_dp) {  // nothing overlaps: every collective is exposed
-      ss.dp_comm = 0;
-      for (const Task& t : tasks)
-        if (t.rank == s && t.stream == Stream::DP && t.index >= 0) ss.dp_comm += t.end - t.start;
-    }
+    // Synchronous ZeRO-3 overlaps nothing: every collective is exposed.
+    ss.dp_comm = st.synchronous_dp ? dp_busy : dp_waits + std::max(0.0, dp_end - ss.compute_end);
     if (post_gather[size_t(s)] >= 0) ss.dp_comm += tasks[size_t(post_gather[size_t(s)])].end - opt.end;
     const Seconds busy = ss.compute + ss.dispatch_overhead + ss.tp_comm + ss.cp_comm + ss.ep_comm + ss.pp_comm + ss.dp_comm + ss.optimizer;
     ss.bubble = std::max(0.0, r.step_time - busy);

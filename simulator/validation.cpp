@@ -67,10 +67,8 @@ double spearman(const std::vector<double>& a, const std::vector<double>& b) {
   return da > 0 && db > 0 ? num / std::sqrt(da * db) : 1;
 }
 
-}  // namespace
-
 // The built-in model with the row's layers, hidden size, heads, vocabulary, FFN and experts, if any.
-static const ModelSpec* zoo_model_like(const ModelSpec& m, bool kv_heads_stated) {
+const ModelSpec* zoo_model_like(const ModelSpec& m, bool kv_heads_stated) {
   static const std::vector<ModelSpec> zoo = [] {
     std::vector<ModelSpec> out;
     for (const auto& name : builtin_model_names()) out.push_back(load_model(name));
@@ -85,6 +83,35 @@ static const ModelSpec* zoo_model_like(const ModelSpec& m, bool kv_heads_stated)
   }
   return nullptr;
 }
+
+// Megatron-Core recompute modules a row's notes name in their recompute field ("recompute=
+// selective (mla_up_proj, mlp)") or describe ("RMSNorm + MLA up-projection recompute"); those
+// the row's model lacks (the CSV cannot describe MLA or shared experts) are dropped.
+unsigned recompute_modules_in_notes(const std::string& notes, const ModelSpec& m) {
+  namespace rm = recompute_module;
+  const size_t at = notes.find("recompute=selective");
+  if (at == std::string::npos) return 0;
+  // The recompute field only: up to the next field (';') or section ('|').
+  const std::string said = notes.substr(at, std::min(notes.find('|', at), notes.find(';', at)) - at);
+  auto word_at = [&](size_t p, size_t n) {
+    auto inside = [&](size_t i) { return std::isalnum((unsigned char)said[i]) || said[i] == '_'; };
+    return (p == 0 || !inside(p - 1)) && (p + n >= said.size() || !inside(p + n));
+  };
+  unsigned modules = 0;
+  for (const char* name : {"core_attn", "mlp", "layernorm", "mla_up_proj", "moe", "moe_act", "shared_experts"}) {
+    const size_t n = std::string(name).size();
+    for (size_t p = said.find(name); p != std::string::npos; p = said.find(name, p + 1))
+      if (word_at(p, n)) modules |= parse_recompute_modules(name);
+  }
+  if (said.find("RMSNorm") != std::string::npos || said.find("LayerNorm") != std::string::npos) modules |= rm::kLayernorm;
+  if (said.find("MLA up-projection") != std::string::npos) modules |= rm::kMlaUpProj;
+  if (!m.mla.enabled) modules &= ~rm::kMlaUpProj;
+  if (!m.moe.enabled()) modules &= ~(rm::kMoe | rm::kMoeAct);
+  if (m.moe.shared_experts == 0) modules &= ~rm::kSharedExperts;
+  return modules;
+}
+
+}  // namespace
 
 Scenario scenario_from_row(const CsvTable& t, size_t r, const HardwareLookup& lookup) {
   Scenario s;
@@ -219,37 +246,8 @@ ValidationReport validate_runs(const CsvTable& t, const ValidationOptions& opt) 
       }
       // torchtitan's "selective" activation checkpointing is op-level (its default "op" option).
       if (rc == "selective" && torchtitan) recomputes = {Recompute::SelectiveOp};
-      // Megatron-Core's recompute modules where the notes name them ("recompute=selective
-      // (mla_up_proj, mlp)"), or describe them ("RMSNorm + MLA up-projection recompute").
-      if (rc == "selective" && !torchtitan) {
-        const std::string notes = t.field(r, "notes");
-        const size_t at = notes.find("recompute=selective");
-        if (at != std::string::npos) {
-          // The recompute field only: up to the next field (';') or section ('|').
-          const std::string said = notes.substr(at, std::min(notes.find('|', at), notes.find(';', at)) - at);
-          unsigned modules = 0;
-          for (const char* name : {"core_attn", "layernorm", "mla_up_proj", "moe_act", "shared_experts"})
-            if (said.find(name) != std::string::npos) modules |= parse_recompute_modules(name);
-          // Whole-word "mlp" and "moe" only (not "moe_act").
-          for (const char* name : {"mlp", "moe"}) {
-            for (size_t p = said.find(name); p != std::string::npos; p = said.find(name, p + 1)) {
-              const size_t end = p + std::string(name).size();
-              const bool word = (p == 0 || (!std::isalnum((unsigned char)said[p - 1]) && said[p - 1] != '_')) &&
-                                (end >= said.size() || (!std::isalnum((unsigned char)said[end]) && said[end] != '_'));
-              if (word) modules |= parse_recompute_modules(name);
-            }
-          }
-          if (said.find("RMSNorm") != std::string::npos || said.find("LayerNorm") != std::string::npos)
-            modules |= recompute_module::kLayernorm;
-          if (said.find("MLA up-projection") != std::string::npos) modules |= recompute_module::kMlaUpProj;
-          // The CSV cannot describe MLA or shared experts: modules the row's model lacks are dropped.
-          const ModelSpec& rm_model = s.model;
-          if (!rm_model.mla.enabled) modules &= ~recompute_module::kMlaUpProj;
-          if (!rm_model.moe.enabled()) modules &= ~(recompute_module::kMoe | recompute_module::kMoeAct);
-          if (rm_model.moe.shared_experts == 0) modules &= ~recompute_module::kSharedExperts;
-          s.layout.recompute_modules = modules;
-        }
-      }
+      // Megatron-Core's recompute modules where the notes name them.
+      if (rc == "selective" && !torchtitan) s.layout.recompute_modules = recompute_modules_in_notes(t.field(r, "notes"), s.model);
       // torchtitan's pipeline splits each rank's local batch into as many micro-batches as there
       // are stages unless told otherwise (pipeline_parallel_microbatches unset); the rows state
       // the local batch.
