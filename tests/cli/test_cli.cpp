@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <set>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -218,5 +219,25 @@ TEST_CASE("an infeasible plan lists five distinct closest layouts") {
     l.erase("schedule");
     l.erase("dp_overlap");
     CHECK(seen.insert(l.dump()).second);
+  }
+}
+
+TEST_CASE("bad framework, recompute modules or Adam moments: a usage error on the CLI, file and line in a scenario") {
+  Result r = run_sixfold("predict --model llama3-8b --hardware h100-sxm-80g --gpus 8 --adam-moments fp8");
+  CHECK(r.code == 2);
+  CHECK(contains(r.output, "allowed: fp32, bf16"));
+  const char* base =
+      "name: t\nmodel: llama3-8b\nhardware: h100-sxm-80g\ngpus: 8\n";
+  for (const auto& [workload, layout, field] :
+       {std::tuple{"{seq: 4096, global_batch: 8, framework: jax}", "{dp: 8}", "'framework'"},
+        std::tuple{"{seq: 4096, global_batch: 8, adam_moments: fp8}", "{dp: 8}", "'adam_moments'"},
+        std::tuple{"{seq: 4096, global_batch: 8}", "{dp: 8, recompute: selective, recompute_modules: \"core_attn,bogus\"}",
+                   "'recompute_modules'"}}) {
+    const std::string yaml = write_temp("bad-scenario.yaml", std::string(base) + "workload: " + workload + "\nlayout: " + layout + "\n");
+    r = run_sixfold("predict --scenario " + yaml);
+    CAPTURE(r.output);
+    CHECK(r.code == 1);
+    CHECK(contains(r.output, "bad-scenario.yaml:"));
+    CHECK(contains(r.output, field));
   }
 }
