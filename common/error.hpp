@@ -22,11 +22,12 @@ class UsageError : public Error {
 class LayoutError : public UsageError {
  public:
   LayoutError(const std::string& constraint, const std::string& detail)
-      : UsageError("layout violates '" + constraint + "': " + detail), constraint_(constraint) {}
+      : UsageError("layout violates '" + constraint + "': " + detail), constraint_(constraint), detail_(detail) {}
   const std::string& constraint() const { return constraint_; }
+  const std::string& detail() const { return detail_; }
 
  private:
-  std::string constraint_;
+  std::string constraint_, detail_;
 };
 
 }  // namespace sixfold

@@ -400,7 +400,14 @@ ClusterOverrides load_cluster_overrides(const std::string& name_or_path, std::st
   r.only_keys(root, "",
               {"name", "description", "hardware", "gpus_per_node", "intra_node_bandwidth", "network_bandwidth",
                "network_latency"});
+  if (!root["hardware"] || root["hardware"].IsNull())
+    yaml_field_error(doc, root, "hardware", "missing (a built-in hardware name or a path)");
   std::string hardware = required<std::string>(doc, root, "hardware");
+  try {
+    load_hardware(hardware);  // an unknown name is this file's error
+  } catch (const UsageError& e) {
+    yaml_field_error(doc, root["hardware"], "hardware", e.what());
+  }
   if (hardware_name) *hardware_name = hardware;
   if (root["gpus_per_node"]) {
     o.gpus_per_node = r.integer(root, "gpus_per_node", "gpus_per_node");

@@ -102,7 +102,11 @@ Scenario parse_scenario(const YamlDoc& doc) {
   if (!model) yaml_field_error(doc, r, "model", "missing (a zoo name, a path, or {name, architecture})");
   if (model.IsScalar()) {
     s.model_name = model.as<std::string>();
-    s.model = load_model(s.model_name);
+    try {
+      s.model = load_model(s.model_name);
+    } catch (const UsageError& e) {
+      yaml_field_error(doc, model, "model", e.what());
+    }
   } else {
     s.model_name = optional<std::string>(doc, model, "name", "");
     const YAML::Node arch = model["architecture"];
@@ -114,7 +118,11 @@ Scenario parse_scenario(const YamlDoc& doc) {
   const YAML::Node hw = r["hardware"];
   if (!hw) yaml_field_error(doc, r, "hardware", "missing (a built-in name or a path)");
   s.hardware_name = hw.IsScalar() ? hw.as<std::string>() : optional<std::string>(doc, hw, "name", "");
-  s.hardware = load_hardware(s.hardware_name);
+  try {
+    s.hardware = load_hardware(s.hardware_name);
+  } catch (const UsageError& e) {
+    yaml_field_error(doc, hw, "hardware", e.what());
+  }
   if (r["gpus_per_node"]) s.hardware.gpus_per_node = required<int>(doc, r, "gpus_per_node");
   s.work = parse_workload(doc, r["workload"]);
   s.layout = parse_layout(doc, r["layout"]);

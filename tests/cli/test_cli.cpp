@@ -241,3 +241,45 @@ TEST_CASE("bad framework, recompute modules or Adam moments: a usage error on th
     CHECK(contains(r.output, field));
   }
 }
+
+TEST_CASE("a bad value in a plan or scenario file names the file, also when a later check rejects it") {
+  const std::string base = "schema_version: 1\nname: t\nmodel: llama3-8b\ngpus: 8\nworkload: {seq: 4096, global_batch: 8}\n";
+  // Unknown names: the file, the line and the field, with the available names.
+  std::string yaml = write_temp("bad-hw-plan.yaml", base + "hardware: h100-sxm-8g\nlayout: {dp: 8}\n");
+  Result r = run_sixfold("predict --plan " + yaml);
+  CAPTURE(r.output);
+  CHECK(r.code == 1);
+  CHECK(contains(r.output, "bad-hw-plan.yaml:"));
+  CHECK(contains(r.output, "'hardware'"));
+  CHECK(contains(r.output, "h100-sxm-80g"));
+  yaml = write_temp("bad-model-plan.yaml",
+                    "schema_version: 1\nname: t\nmodel: llama9\nhardware: h100-sxm-80g\ngpus: 8\n"
+                    "workload: {seq: 4096, global_batch: 8}\nlayout: {dp: 8}\n");
+  r = run_sixfold("simulate --plan " + yaml);
+  CHECK(r.code == 1);
+  CHECK(contains(r.output, "bad-model-plan.yaml:"));
+  CHECK(contains(r.output, "'model'"));
+  // Values that parse but break a layout constraint: the constraint, and that the plan gave them.
+  yaml = write_temp("bad-layout-plan.yaml", base + "hardware: h100-sxm-80g\nlayout: {dp: 8, micro_batch: -1}\n");
+  r = run_sixfold("predict --plan " + yaml);
+  CHECK(r.code == 2);
+  CHECK(contains(r.output, "micro-batch is positive"));
+  CHECK(contains(r.output, "--plan " + yaml));
+  yaml = write_temp("bad-node-plan.yaml", base + "hardware: h100-sxm-80g\ngpus_per_node: -1\nlayout: {dp: 8}\n");
+  r = run_sixfold("simulate --plan " + yaml);
+  CHECK(r.code == 2);
+  CHECK(contains(r.output, "gpus_per_node"));
+  CHECK(contains(r.output, "--plan " + yaml));
+}
+
+TEST_CASE("a cluster file with an unknown or missing hardware names the cluster file") {
+  for (const auto& [line, expect] : {std::pair{"hardware: h100-sxm-8g\n", "h100-sxm-80g"}, std::pair{"hardware:\n", "missing"}}) {
+    const std::string yaml = write_temp("bad-cluster.yaml", std::string("name: c\n") + line + "gpus_per_node: 8\n");
+    Result r = run_sixfold("predict --model llama3-8b --cluster " + yaml + " --gpus 8");
+    CAPTURE(r.output);
+    CHECK(r.code == 1);
+    CHECK(contains(r.output, "bad-cluster.yaml:"));
+    CHECK(contains(r.output, "'hardware'"));
+    CHECK(contains(r.output, expect));
+  }
+}

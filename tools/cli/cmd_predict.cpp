@@ -16,7 +16,7 @@ struct PredictCommand {
 
   int run() const {
     const Scenario s = flags.resolve(true);
-    validate_layout(s.model, s.layout, s.work, s.gpus);
+    flags.validate(s);
     const Prediction p = predict(s.model, s.hardware, s.work, s.layout);
     if (json) {
       auto j = prediction_json(p);

@@ -24,7 +24,7 @@ struct RunCommand {
 
   int run() const {
     const Scenario s = flags.resolve(true);
-    validate_layout(s.model, s.layout, s.work, s.gpus);
+    flags.validate(s);
     RunOptions opt;
     opt.backend = backend;
     opt.steps = steps;

@@ -62,7 +62,7 @@ struct SimulateCommand {
 
   int run() const {
     const Scenario s = flags.resolve(true);
-    validate_layout(s.model, s.layout, s.work, s.gpus);
+    flags.validate(s);
     const StepProgram program = expand_step_program(s.model, s.layout, s.work);
     const SimulationResult r = simulate_step(s.model, s.hardware, s.work, s.layout, program, !trace.empty());
     const Prediction closed = predict(s.model, s.hardware, s.work, s.layout, program);

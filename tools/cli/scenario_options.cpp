@@ -46,6 +46,20 @@ void ScenarioFlags::add_to(CLI::App& app, bool with_layout) {
   app.add_option("--last-stage-layers", last_stage_layers, "layers on the last pipeline stage (uneven pipelines)");
 }
 
+std::string ScenarioFlags::origin() const {
+  if (!plan.empty()) return " (values not given as flags come from --plan " + plan + ")";
+  if (!scenario.empty()) return " (values not given as flags come from --scenario " + scenario + ")";
+  return "";
+}
+
+void ScenarioFlags::validate(const Scenario& s) const {
+  try {
+    validate_layout(s.model, s.layout, s.work, s.gpus);
+  } catch (const LayoutError& e) {
+    throw LayoutError(e.constraint(), e.detail() + origin());
+  }
+}
+
 Scenario ScenarioFlags::resolve(bool with_layout) const {
   if (!scenario.empty() && !plan.empty()) throw UsageError("give --scenario or --plan, not both");
   Scenario s;
@@ -80,7 +94,7 @@ Scenario ScenarioFlags::resolve(bool with_layout) const {
   if (!network_bandwidth.empty()) overrides.network_bandwidth = parse_rate(network_bandwidth);
   if (!intra_node_bandwidth.empty()) overrides.intra_node_bandwidth = parse_rate(intra_node_bandwidth);
   apply_overrides(s.hardware, overrides);
-  if (s.hardware.gpus_per_node <= 0) throw UsageError("--gpus-per-node must be positive");
+  if (s.hardware.gpus_per_node <= 0) throw UsageError("--gpus-per-node (gpus_per_node) must be positive" + origin());
 
   // Default sequence: the model's own length, capped at 8K (long-context maxima are rarely trained at).
   if (!have_base) s.work.seq = s.model.max_seq > 0 ? std::min<Count>(s.model.max_seq, 8192) : 2048;
@@ -89,7 +103,7 @@ Scenario ScenarioFlags::resolve(bool with_layout) const {
   if (no_flash_attention) s.work.flash_attention = false;
   if (!framework.empty()) s.work.framework = parse_framework(framework);
   if (!adam_moments.empty()) s.work.bf16_adam_moments = parse_adam_moments(adam_moments);
-  if (s.work.seq <= 0) throw UsageError("--seq must be positive");
+  if (s.work.seq <= 0) throw UsageError("--seq (workload.seq) must be positive" + origin());
 
   Layout& l = s.layout;
   if (with_layout) {
@@ -127,15 +141,15 @@ Scenario ScenarioFlags::resolve(bool with_layout) const {
   }
   if (gpus) s.gpus = *gpus;
   else if (!have_base) s.gpus = l.tp * l.pp * l.cp;
-  if (s.gpus <= 0) throw UsageError("--gpus must be positive");
+  if (s.gpus <= 0) throw UsageError("--gpus (gpus) must be positive" + origin());
   const int model_parallel = l.tp * l.pp * l.cp;
   if (model_parallel <= 0 || s.gpus % model_parallel != 0)
     throw LayoutError("dp*tp*pp*cp = gpus", "tp*pp*cp = " + std::to_string(model_parallel) +
-                                                " does not divide --gpus " + std::to_string(s.gpus));
+                                                " does not divide --gpus " + std::to_string(s.gpus) + origin());
   l.dp = s.gpus / model_parallel;
   if (global_batch) s.work.global_batch = *global_batch;
   else if (!have_base) s.work.global_batch = Count(l.dp) * l.micro_batch * l.pp;
-  if (s.work.global_batch <= 0) throw UsageError("--global-batch must be positive");
+  if (s.work.global_batch <= 0) throw UsageError("--global-batch (workload.global_batch) must be positive" + origin());
   return s;
 }
 

@@ -21,6 +21,10 @@ struct ScenarioFlags {
   void add_to(CLI::App& app, bool with_layout);
   // Resolves files and names into a scenario; throws UsageError for missing or bad values.
   Scenario resolve(bool with_layout) const;
+  // validate_layout, naming the --plan or --scenario file a bad value may have come from.
+  void validate(const Scenario& s) const;
+  // " (after --plan FILE)" or " (after --scenario NAME)": where values not on the command line came from.
+  std::string origin() const;
 };
 
 }  // namespace sixfold::cli
