@@ -82,8 +82,14 @@ void validate_layout(const ModelSpec& m, const Layout& l, const Workload& w, int
   }
   if (l.schedule == Schedule::Interleaved) {
     need(l.pp > 1, "interleaved schedule needs pp > 1", "pp=1");
-    for (int c : stage_layer_counts(m, l))
-      need(c % l.vpp == 0, "vpp divides layers per stage", "vpp=" + s(l.vpp) + ", a stage has " + s(c) + " layers");
+    // Megatron needs equal virtual stages; torchtitan splits the layers into pp x vpp stages as
+    // evenly as it can (generate_split_points), so only needs a layer for each.
+    for (int c : stage_layer_counts(m, l)) {
+      if (w.framework == Framework::Torchtitan)
+        need(c >= l.vpp, "vpp at most the layers per stage", "vpp=" + s(l.vpp) + ", a stage has " + s(c) + " layers");
+      else
+        need(c % l.vpp == 0, "vpp divides layers per stage", "vpp=" + s(l.vpp) + ", a stage has " + s(c) + " layers");
+    }
     Count mbs = micro_batches_per_step(l, w);
     need(mbs % l.pp == 0, "interleaved schedule needs micro-batches divisible by pp",
          s(mbs) + " micro-batches, pp=" + s(l.pp));

@@ -202,7 +202,16 @@ std::string export_torchtitan(const Scenario& s) {
                         : l.schedule == Schedule::ZeroBubble  ? "InterleavedZeroBubble"
                                                               : "1F1B";
     o << "pipeline_parallel_schedule = \"" << sched << "\"\n";
-    if (l.vpp > 1) o << "pipeline_parallel_layers_per_stage = " << stage_layer_counts(s.model, l).back() / l.vpp << "\n";
+    if (l.vpp > 1) {
+      const std::vector<int> counts = stage_layer_counts(s.model, l);
+      const bool even = std::all_of(counts.begin(), counts.end(), [&](int c) { return c == counts.front() && c % l.vpp == 0; });
+      // Uneven virtual stages: torchtitan's own split (two stages per rank, as even as it can) is
+      // the one priced; it has no key for another.
+      if (even)
+        o << "pipeline_parallel_layers_per_stage = " << counts.front() / l.vpp << "\n";
+      else if (l.vpp != 2 || l.first_stage_layers > 0 || l.last_stage_layers > 0)
+        refuse("torchtitan", "uneven virtual stages other than torchtitan's default split (2 per rank, as even as it goes)");
+    }
   }
   o << "context_parallel_degree = " << l.cp << "\n";
   if (s.model.moe.enabled()) {

@@ -190,6 +190,13 @@ Scenario scenario_from_row(const CsvTable& t, size_t r, const HardwareLookup& lo
   else if (says("DeepSpeed")) s.work.framework = says(" 2021") ? Framework::DeepSpeedLegacy : Framework::DeepSpeed;
   // The DeepSpeed engine without ZeRO reduces gradients after the backward (no overlap), which is
   // how Megatron-DeepSpeed runs (vTrain's data); other frameworks overlap in buckets.
+  // torchtitan builds two stages per rank for an interleaved schedule unless split points are
+  // given (pipelining_utils.generate_split_points: num_stages_per_rank = 2 for
+  // PipelineScheduleMulti); rows name the schedule but not V.
+  if (s.work.framework == Framework::Torchtitan && l.pp > 1 && l.vpp <= 1 && says("Interleaved 1F1B")) {
+    l.vpp = 2;
+    l.schedule = Schedule::Interleaved;
+  }
   const bool megatron_deepspeed = says("Megatron-DeepSpeed");
   if (megatron_deepspeed && l.zero == 0) l.dp_overlap = DpOverlap::None;
   // TP communication overlap as the sources word it: Megatron's "TP-comm overlap" (which needs
@@ -298,6 +305,8 @@ ValidationReport validate_runs(const CsvTable& t, const ValidationOptions& opt) 
       if (micro_batches.size() > 1 || s.layout.micro_batch <= 0) row.filled.push_back("micro_batch=" + std::to_string(best_layout.micro_batch));
       if (best_layout.dp_overlap == DpOverlap::None) row.filled.push_back("dp_overlap=none (Megatron-DeepSpeed)");
       if (split_local_batch) row.filled.push_back("pipeline_micro_batches=" + std::to_string(best_layout.pp));
+      if (best_layout.vpp > 1 && !(number(t.field(r, "vpp")).value_or(1) > 1))
+        row.filled.push_back("vpp=" + std::to_string(best_layout.vpp));
       if (s.model.name.rfind("row ", 0) != 0) row.filled.push_back("model=" + s.model.name);
       if (!number(t.field(r, "global_batch"))) row.filled.push_back("global_batch=" + std::to_string(s.work.global_batch));
       if (best_layout.tp_overlap) row.filled.push_back("tp_overlap=on");

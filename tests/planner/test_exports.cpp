@@ -154,6 +154,26 @@ TEST_CASE("torchtitan keys are names its JobConfig defines; ZeRO-1/2 are refused
   CHECK_THROWS_AS(parse_export_format("nemo"), UsageError);
 }
 
+TEST_CASE("torchtitan: uneven virtual stages are its default two per rank, any other uneven split is refused") {
+  Scenario s = llama_scenario();  // 80 layers
+  s.work.framework = Framework::Torchtitan;
+  s.layout.zero = 3;
+  s.layout.pp = 8; s.layout.tp = 8; s.layout.dp = 1;
+  s.layout.vpp = 3;  // 10 layers a stage: virtual stages of 4, 3 and 3
+  s.work.global_batch = 8;
+  CHECK_NOTHROW(validate_layout(s.model, s.layout, s.work, s.gpus));
+  CHECK_THROWS_AS(export_torchtitan(s), UsageError);
+  s.layout.vpp = 2;  // 5 and 5: even
+  CHECK(export_torchtitan(s).find("pipeline_parallel_layers_per_stage = 5") != std::string::npos);
+  s.model.layers = 78;  // stages of 10 and 9 layers: torchtitan's own split, no key
+  CHECK_NOTHROW(validate_layout(s.model, s.layout, s.work, s.gpus));
+  const std::string text = export_torchtitan(s);
+  CHECK(text.find("Interleaved1F1B") != std::string::npos);
+  CHECK(text.find("pipeline_parallel_layers_per_stage") == std::string::npos);
+  s.work.framework = Framework::Megatron;  // Megatron needs equal virtual stages
+  CHECK_THROWS_AS(validate_layout(s.model, s.layout, s.work, s.gpus), LayoutError);
+}
+
 TEST_CASE("every built-in scenario predicts") {
   const auto names = builtin_scenario_names();
   CHECK(names.size() >= 12);

@@ -54,6 +54,30 @@ TEST_CASE("torchtitan pipelines: the local batch splits into one micro-batch per
   CHECK(filled(row, "global_batch=64"));
 }
 
+TEST_CASE("torchtitan's Interleaved 1F1B without a stage count: two stages per rank, split as evenly as it goes") {
+  // 30 layers over pp 4: stages of 8, 8, 7, 7 layers; torchtitan splits them into 8 virtual stages of
+  // 4 or 3 layers, which Megatron (equal virtual stages) cannot run.
+  const ValidationReport rep = run(
+      "I1,pytorch/torchtitan benchmarks · Table 5: Interleaved 1F1B,30,4096,14336,32,8,128256,8192,,,,h100-sxm-80g,32,8,8,1,4,1,1,1,0,3,8,,full,bf16,,,,100,,,\n"
+      "I2,pytorch/torchtitan benchmarks · Table 5: 1F1B,30,4096,14336,32,8,128256,8192,,,,h100-sxm-80g,32,8,8,1,4,1,1,1,0,3,8,,full,bf16,,,,100,,,\n"
+      "I3,NVIDIA/Megatron-LM README · Interleaved 1F1B,30,4096,14336,32,8,128256,8192,,,,h100-sxm-80g,32,8,8,1,4,2,1,1,0,1,1,64,full,bf16,,,,100,,,\n");
+  REQUIRE(rep.rows.size() == 3);
+  const RowResult& interleaved = rep.rows[0];
+  REQUIRE_MESSAGE(interleaved.scored, interleaved.skip_reason);
+  CHECK(interleaved.scenario.layout.vpp == 2);
+  CHECK(interleaved.scenario.layout.schedule == Schedule::Interleaved);
+  CHECK(filled(interleaved, "vpp=2"));
+  const RowResult& plain = rep.rows[1];
+  REQUIRE_MESSAGE(plain.scored, plain.skip_reason);
+  CHECK(plain.scenario.layout.vpp == 1);
+  CHECK_FALSE(filled(plain, "vpp"));
+  // The interleaved row holds more micro-batches in flight and has the smaller bubble.
+  CHECK(interleaved.predicted.at("tokens_per_gpu_s") > plain.predicted.at("tokens_per_gpu_s"));
+  // Megatron's uneven virtual stages stay an impossible layout, by name.
+  CHECK_FALSE(rep.rows[2].scored);
+  CHECK(rep.rows[2].skip_reason.find("vpp divides layers per stage") != std::string::npos);
+}
+
 TEST_CASE("unstated dense FFN is 4 x hidden; unstated layouts and impossible batches are skipped, by name") {
   const ValidationReport rep = run(
       "F1,paper,24,2048,,16,16,50257,2048,,,,a100-sxm-80g,8,8,8,1,1,1,1,1,0,0,1,8,none,bf16,100,,,,,,\n"
