@@ -22,16 +22,24 @@ ExpertShape shape_of(const ExecContext& ctx) {
 
 // Exchanges row blocks over the EP group: block i of `send` (send_rows[i] rows of width H) to
 // rank i; receives recv_rows[i] rows from rank i.
+// `width` values a row (the hidden size for tokens, 1 for routing probabilities).
 template <class T>
 void exchange_rows(const ExecContext& ctx, const T* send, const std::vector<long>& send_rows, T* recv,
-                   const std::vector<long>& recv_rows, const char* op) {
+                   const std::vector<long>& recv_rows, const char* op, long width) {
   ScopedOpTimer timer(*ctx.backend, op);
   std::vector<long> sc(send_rows.size()), rc(recv_rows.size());
   for (size_t i = 0; i < sc.size(); ++i) {
-    sc[i] = send_rows[i] * ctx.hidden;
-    rc[i] = recv_rows[i] * ctx.hidden;
+    sc[i] = send_rows[i] * width;
+    rc[i] = recv_rows[i] * width;
   }
   ctx.groups->ep->all_to_all_v(send, sc.data(), recv, rc.data(), elem_type_of<T>());
+}
+
+// The expert activation before its routing-probability weight: SwiGLU(gate, up) or GELU(gate).
+template <class T>
+void unweighted_activation(const ExpertShape& s, const T* gate, const T* up, T* out, long n) {
+  if (s.swiglu) swiglu_forward_ref(gate, up, out, n);
+  else gelu_forward_ref(gate, out, n);
 }
 
 }  // namespace
@@ -55,8 +63,11 @@ void moe_forward(const ExecContext& ctx, long rows, const T* x, const MoeWeights
     moe_permute_indices_ref(saved.expert_index.data(), int(rows), s.k, s.experts, saved.slot.data(),
                             saved.tokens_per_expert.data());
   }
-  TrackedBuffer<T> permuted(mem, MemoryCategory::Buffers, assignments * H);
-  for (long a = 0; a < assignments; ++a) std::copy_n(x + (a / s.k) * H, H, permuted.data() + saved.slot[a] * H);
+  TrackedBuffer<T> permuted(mem, MemoryCategory::Buffers, assignments * H), permuted_prob(mem, MemoryCategory::Buffers, assignments);
+  for (long a = 0; a < assignments; ++a) {
+    std::copy_n(x + (a / s.k) * H, H, permuted.data() + saved.slot[a] * H);
+    permuted_prob[saved.slot[a]] = saved.gate_weight[a];
+  }
   // Row counts per EP peer, and per (peer, local expert) for the expert side.
   saved.send_rows.assign(s.ep, 0);
   for (int e = 0; e < s.experts; ++e) saved.send_rows[e / s.local_experts] += saved.tokens_per_expert[e];
@@ -73,7 +84,12 @@ void moe_forward(const ExecContext& ctx, long rows, const T* x, const MoeWeights
     received += saved.recv_rows[g];
   }
   saved.expert_in.reset(mem, saved_category, received * H);
-  exchange_rows(ctx, permuted.data(), saved.send_rows, saved.expert_in.data(), saved.recv_rows, "ep_dispatch");
+  exchange_rows(ctx, permuted.data(), saved.send_rows, saved.expert_in.data(), saved.recv_rows, "ep_dispatch", H);
+  // The routing probabilities travel with their tokens: as in Megatron-Core, each expert weights
+  // its activation by them (weighted SwiGLU), so the combine is a plain sum and the backward needs
+  // no expert outputs.
+  saved.expert_prob.reset(mem, saved_category, received);
+  exchange_rows(ctx, permuted_prob.data(), saved.send_rows, saved.expert_prob.data(), saved.recv_rows, "ep_dispatch", 1);
   // Experts, block by block: rows from peer g for local expert j.
   saved.expert_gate.reset(mem, saved_category, received * F);
   if (s.swiglu) saved.expert_up.reset(mem, saved_category, received * F);
@@ -88,27 +104,23 @@ void moe_forward(const ExecContext& ctx, long rows, const T* x, const MoeWeights
       T* gate = saved.expert_gate.data() + row * F;
       T* act = saved.expert_act.data() + row * F;
       ctx.gemm("moe_expert_gemm", false, false, n, F, H, in, w.gate[j], T(0), gate);
-      if (s.swiglu) {
-        T* up = saved.expert_up.data() + row * F;
-        ctx.gemm("moe_expert_gemm", false, false, n, F, H, in, w.up[j], T(0), up);
-        swiglu_forward_ref(gate, up, act, n * F);
-      } else {
-        gelu_forward_ref(gate, act, n * F);
-      }
+      T* up = s.swiglu ? saved.expert_up.data() + row * F : nullptr;
+      if (s.swiglu) ctx.gemm("moe_expert_gemm", false, false, n, F, H, in, w.up[j], T(0), up);
+      unweighted_activation(s, gate, up, act, n * F);
+      for (long r = 0; r < n; ++r)
+        for (long f = 0; f < F; ++f) act[r * F + f] *= saved.expert_prob[row + r];
       ctx.gemm("moe_expert_gemm", false, false, n, H, F, act, w.down[j], T(0), expert_out.data() + row * H);
       row += n;
     }
   }
-  saved.combined_rows.reset(mem, saved_category, assignments * H);
-  exchange_rows(ctx, expert_out.data(), saved.recv_rows, saved.combined_rows.data(), saved.send_rows, "ep_combine");
+  TrackedBuffer<T> combined(mem, MemoryCategory::Buffers, assignments * H);
+  exchange_rows(ctx, expert_out.data(), saved.recv_rows, combined.data(), saved.send_rows, "ep_combine", H);
   for (long t = 0; t < rows; ++t) {
     T* o = out + t * H;
     std::fill(o, o + H, T(0));
     for (int c = 0; c < s.k; ++c) {
-      const long a = t * s.k + c;
-      const T gw = saved.gate_weight[a];
-      const T* y = saved.combined_rows.data() + saved.slot[a] * H;
-      for (long i = 0; i < H; ++i) o[i] += gw * y[i];
+      const T* y = combined.data() + saved.slot[t * s.k + c] * H;
+      for (long i = 0; i < H; ++i) o[i] += y[i];
     }
   }
 }
@@ -119,23 +131,15 @@ void moe_backward(const ExecContext& ctx, long rows, const T* x, const T* dout, 
   const ExpertShape s = shape_of(ctx);
   const long H = s.hidden, F = s.ffn, assignments = rows * s.k;
   MemoryTracker* mem = ctx.memory();
+  // The combine summed the expert outputs: each copy of a token's row gets the token's gradient.
   TrackedBuffer<T> d_rows(mem, MemoryCategory::Buffers, assignments * H), dgate(mem, MemoryCategory::Buffers, assignments);
-  for (long a = 0; a < assignments; ++a) {
-    const T* d = dout + (a / s.k) * H;
-    const T* y = saved.combined_rows.data() + saved.slot[a] * H;
-    T* dr = d_rows.data() + saved.slot[a] * H;
-    double dot = 0;
-    for (long i = 0; i < H; ++i) {
-      dr[i] = saved.gate_weight[a] * d[i];
-      dot += double(d[i]) * y[i];
-    }
-    dgate[a] = T(dot);
-  }
+  for (long a = 0; a < assignments; ++a) std::copy_n(dout + (a / s.k) * H, H, d_rows.data() + saved.slot[a] * H);
   const long received = saved.expert_in.size() / H;
   TrackedBuffer<T> d_expert_out(mem, MemoryCategory::Buffers, received * H), d_expert_in(mem, MemoryCategory::Buffers, received * H);
-  exchange_rows(ctx, d_rows.data(), saved.send_rows, d_expert_out.data(), saved.recv_rows, "ep_dispatch");
+  exchange_rows(ctx, d_rows.data(), saved.send_rows, d_expert_out.data(), saved.recv_rows, "ep_dispatch", H);
   TrackedBuffer<T> d_act(mem, MemoryCategory::Buffers, received * F), d_gate(mem, MemoryCategory::Buffers, received * F),
-      d_up(mem, MemoryCategory::Buffers, s.swiglu ? received * F : 0);
+      d_up(mem, MemoryCategory::Buffers, s.swiglu ? received * F : 0), act_u(mem, MemoryCategory::Buffers, received * F),
+      d_prob(mem, MemoryCategory::Buffers, received);
   long row = 0;
   for (int gpeer = 0; gpeer < s.ep; ++gpeer) {
     for (int j = 0; j < s.local_experts; ++j) {
@@ -147,6 +151,20 @@ void moe_backward(const ExecContext& ctx, long rows, const T* x, const T* dout, 
       T* dg = d_gate.data() + row * F;
       ctx.gemm("moe_expert_gemm_backward", false, true, n, F, H, dy, w.down[j], T(0), da);
       ctx.gemm("moe_expert_gemm_backward", true, false, F, H, n, saved.expert_act.data() + row * F, dy, T(1), g.down[j]);
+      // The weighted activation p * act(x): dp = <d, act(x)> with act(x) re-run from its saved
+      // input, and the unweighted activation's gradient p * d.
+      T* au = act_u.data() + row * F;
+      unweighted_activation(s, saved.expert_gate.data() + row * F, s.swiglu ? saved.expert_up.data() + row * F : nullptr, au,
+                            n * F);
+      for (long r = 0; r < n; ++r) {
+        double dot = 0;
+        const T p = saved.expert_prob[row + r];
+        for (long f = 0; f < F; ++f) {
+          dot += double(da[r * F + f]) * au[r * F + f];
+          da[r * F + f] *= p;
+        }
+        d_prob[row + r] = T(dot);
+      }
       if (s.swiglu) {
         T* du = d_up.data() + row * F;
         swiglu_backward_ref(da, saved.expert_gate.data() + row * F, saved.expert_up.data() + row * F, dg, du, n * F);
@@ -161,7 +179,10 @@ void moe_backward(const ExecContext& ctx, long rows, const T* x, const T* dout, 
       row += n;
     }
   }
-  exchange_rows(ctx, d_expert_in.data(), saved.recv_rows, d_rows.data(), saved.send_rows, "ep_combine");
+  exchange_rows(ctx, d_expert_in.data(), saved.recv_rows, d_rows.data(), saved.send_rows, "ep_combine", H);
+  TrackedBuffer<T> d_prob_rows(mem, MemoryCategory::Buffers, assignments);
+  exchange_rows(ctx, d_prob.data(), saved.recv_rows, d_prob_rows.data(), saved.send_rows, "ep_combine", 1);
+  for (long a = 0; a < assignments; ++a) dgate[a] = d_prob_rows[saved.slot[a]];
   for (long t = 0; t < rows; ++t) std::fill(dx + t * H, dx + (t + 1) * H, T(0));
   for (long a = 0; a < assignments; ++a) {
     const T* dr = d_rows.data() + saved.slot[a] * H;

@@ -27,7 +27,9 @@ struct MoeSaved {
   std::vector<int> expert_index, slot, tokens_per_expert;
   std::vector<long> send_rows, recv_rows;      // rows per EP peer
   std::vector<int> recv_expert_rows;           // [ep][local experts]
-  TrackedBuffer<T> gate_weight, expert_in, expert_gate, expert_up, expert_act, combined_rows;
+  // expert_prob: each received row's routing probability (the experts weight their activation by
+  // it); expert_act: the weighted activation, the down projection's input.
+  TrackedBuffer<T> gate_weight, expert_in, expert_prob, expert_gate, expert_up, expert_act;
 };
 
 // x [rows, H] -> out [rows, H] (written). Saves what backward needs in `saved`.

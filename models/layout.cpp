@@ -60,6 +60,12 @@ void validate_layout(const ModelSpec& m, const Layout& l, const Workload& w, int
     need(l.ep == 1 && l.etp == 1, "ep and etp are 1 for a dense model", "ep=" + s(l.ep) + ", etp=" + s(l.etp));
   }
   need(l.pp <= m.layers, "pp at most the layers", "pp=" + s(l.pp) + ", layers=" + s(m.layers));
+  if (w.fp8_activation_input_store) {
+    need(w.framework == Framework::Megatron, "the activation's fp8 input store is Megatron's",
+         "--activation-func-fp8-input-store with framework " + to_string(w.framework));
+    need(m.activation == Activation::SwiGLU, "the activation's fp8 input store needs SwiGLU",
+         "model " + m.name + " uses another activation");
+  }
   if (l.recompute_modules != 0) {
     namespace rm = recompute_module;
     const unsigned mods = l.recompute_modules;
@@ -239,6 +245,7 @@ FrameworkTraits framework_traits(Framework f) {
     case Framework::Megatron:
       t.overlap_param_gather = true;
       t.fp32_gradients = true;
+      t.moe_probs_in_activation = true;
       break;
     case Framework::DeepSpeedLegacy:
       t.zero3_synchronous = true;

@@ -72,6 +72,12 @@ struct FrameworkTraits {
   // accumulate_allreduce_grads_in_fp32 for bf16 (arguments.py); FSDP2's default mixed precision
   // reduces in fp32 and keeps fp32 sharded gradients (torchtitan's mixed_precision_reduce).
   bool fp32_gradients = false;
+  // Megatron-Core's experts weight each token by its routing probability inside the SwiGLU
+  // (weighted_bias_swiglu_impl in TEGroupedMLP; the dispatcher's unpermute gets no probs), so the
+  // backward needs only the activation's input and the probabilities. DeepSpeed's combine and
+  // torchtitan's scoring multiply a hidden-wide tensor by the scores and keep it for the scores'
+  // gradient: top-k x hidden values per token.
+  bool moe_probs_in_activation = false;
 };
 FrameworkTraits framework_traits(Framework f);
 
@@ -107,6 +113,10 @@ struct Workload {
   // Adam's two moments in bf16 instead of fp32 (Megatron-Core's precision-aware optimizer,
   // --exp-avg-dtype/--exp-avg-sq-dtype bf16; DeepSeek-V3 trains so, its report section 3.3).
   bool bf16_adam_moments = false;
+  // Megatron's --activation-func-fp8-input-store: the SwiGLU keeps its input in fp8 for the
+  // backward (dense and expert MLPs); DeepSeek-V3 caches the MoE SwiGLU inputs so (its report,
+  // section 3.3.4).
+  bool fp8_activation_input_store = false;
 };
 
 // Micro-batches per pipeline per step (gradient accumulation steps).

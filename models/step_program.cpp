@@ -17,6 +17,8 @@ struct Dims {
   Count gemm_input;                  // width of a GEMM input kept for its backward (fp8: the fp8 copy)
   Count gemm_input_tokens;           // rows of a TP GEMM's input kept for its backward (see make_dims)
   Count colwise_input;               // width of a column-parallel GEMM's input kept (see make_dims)
+  Count glu_input;                   // width of the SwiGLU input kept for its backward
+  bool moe_probs_in_activation;      // experts weight by the routing probabilities in their SwiGLU
   int heads_rank, kv_heads_rank;     // heads on this rank
   int qk_dim, v_dim;
 };
@@ -37,6 +39,8 @@ Dims make_dims(const ModelSpec& m, const Layout& l, const Workload& w) {
   // FP8 GEMMs (TransformerEngine) keep the fp8-cast input for the weight gradient, 1 byte wide.
   d.gemm_input = w.dtype == Dtype::FP8 ? 1 : d.act;
   d.colwise_input = d.gemm_input;
+  d.glu_input = w.fp8_activation_input_store ? 1 : d.act;
+  d.moe_probs_in_activation = framework_traits(w.framework).moe_probs_in_activation;
   if (w.dtype == Dtype::FP8 && w.framework == Framework::Torchtitan) {
     // torchao's Float8Linear saves its high-precision input and casts again in the backward
     // (matmul_with_hp_or_float8_args saves input_hp); under TP the column-parallel inputs arrive
@@ -200,12 +204,15 @@ CoreRange add_attention(std::vector<Op>& ops, const ModelSpec& m, const Workload
 // `input_saved_tokens` rows of its input, `input_width` bytes each element.
 void add_mlp_body(std::vector<Op>& ops, const ModelSpec& m, const Dims& d, Count tokens, Count ffn_rank,
                   Count input_saved_tokens, Count input_width, Count batch = 1, const char* up = "mlp_up",
-                  const char* act_name = "mlp_act", const char* down = "mlp_down") {
+                  const char* act_name = "mlp_act", const char* down = "mlp_down", bool weighted = false) {
   const Count h = d.h, a = d.act;
   const bool glu = m.activation == Activation::SwiGLU;
   ops.push_back(with_saved(gemm(up, OpClass::Gemm, tokens / batch, (glu ? 2 : 1) * ffn_rank, h, batch), Bytes(input_saved_tokens * h * input_width)));
-  // SwiGLU saves gate and up (4f bytes/token at 2 B); GELU saves its input.
-  const Bytes act_saved = Bytes(tokens * ffn_rank * a * (glu ? 2 : 1));
+  // SwiGLU saves gate and up (4f bytes/token at 2 B, 2f in fp8 under the fp8 input store); GELU
+  // saves its input. A weighted activation also keeps each row's fp32 routing probability, and
+  // outside the fused SwiGLU (activation_func_with_probs) the activation's output for its gradient.
+  const Bytes act_saved = (glu ? Bytes(tokens * ffn_rank * 2 * d.glu_input) : Bytes(tokens * ffn_rank * a)) +
+                          (weighted ? Bytes(tokens * 4) + (glu ? 0 : Bytes(tokens * ffn_rank * a)) : 0);
   ops.push_back(with_saved(memory(act_name, OpClass::Elementwise, Bytes(tokens * ffn_rank * a * (glu ? 3 : 2))), act_saved));
   ops.push_back(with_saved(gemm(down, OpClass::Gemm, tokens / batch, h, ffn_rank, batch), Bytes(tokens * ffn_rank * d.gemm_input)));
 }
@@ -238,14 +245,14 @@ void add_moe_mlp(std::vector<Op>& ops, const ModelSpec& m, const Dims& d) {
   if (d.etp > 1) ops.push_back(collective("etp_allgather", Group::ExpertTensor, Collective::AllGather, Bytes(expert_tokens * h * a), d.etp));
   const Count local_experts = std::max<Count>(1, m.moe.num_experts / d.ep);
   add_mlp_body(ops, m, d, expert_tokens, m.moe.expert_ffn / d.etp, expert_tokens, d.gemm_input, local_experts, "expert_up",
-               "expert_act", "expert_down");
+               "expert_act", "expert_down", d.moe_probs_in_activation);
   if (d.etp > 1) ops.push_back(collective("etp_reducescatter", Group::ExpertTensor, Collective::ReduceScatter, Bytes(expert_tokens * h * a), d.etp));
   if (d.ep > 1) ops.push_back(collective("ep_combine", Group::EP, Collective::AllToAll, Bytes(Tm * k * h * a), d.ep));
-  // Unpermute weights each expert output by its routing probability: the gradient of the
-  // probabilities needs those outputs, so they are saved with the probabilities (Megatron-Core's
-  // moe_utils.unpermute multiplies permuted_tokens by probs under autograd).
+  // Where the combine weights each expert output by its routing probability, the gradient of the
+  // probabilities needs those outputs, so they are saved with the probabilities (DeepSpeed's
+  // combine einsum, torchtitan's score multiply); Megatron-Core weighted them in the SwiGLU above.
   ops.push_back(with_saved(memory("moe_unpermute", OpClass::Permute, Bytes(2 * Tm * k * h * a)),
-                           Bytes(Tm * k * h * a) + Bytes(Tm * k * 4)));
+                           d.moe_probs_in_activation ? 0 : Bytes(Tm * k * h * a) + Bytes(Tm * k * 4)));
   if (m.moe.shared_experts > 0) {
     const Count shared_ffn = (m.moe.shared_expert_ffn > 0 ? m.moe.shared_expert_ffn : m.moe.expert_ffn) * m.moe.shared_experts;
     // Shared experts are TP-sharded like a dense MLP: all tokens, ffn/tp on each rank.

@@ -116,6 +116,7 @@ std::string export_megatron(const Scenario& s) {
     flag("--recompute-num-layers", "1");
   }
   if (s.work.flash_attention) flag("--use-flash-attn");
+  if (s.work.fp8_activation_input_store) flag("--activation-func-fp8-input-store");
   if (s.work.bf16_adam_moments) {
     flag("--use-precision-aware-optimizer");
     flag("--exp-avg-dtype", "bf16");
@@ -150,6 +151,7 @@ std::string export_deepspeed(const Scenario& s) {
     refuse("DeepSpeed", "selective recompute (DeepSpeed's activation checkpointing wraps whole layers)");
   if (s.work.dtype == Dtype::FP8) refuse("DeepSpeed", "fp8 (needs TransformerEngine in the model code)");
   if (s.work.bf16_adam_moments) refuse("DeepSpeed", "bf16 Adam moments (DeepSpeed's Adam keeps them in fp32)");
+  if (s.work.fp8_activation_input_store) refuse("DeepSpeed", "the SwiGLU's fp8 input store (Megatron's --activation-func-fp8-input-store)");
   nlohmann::ordered_json j;
   j["train_batch_size"] = s.work.global_batch;
   j["train_micro_batch_size_per_gpu"] = l.micro_batch;
@@ -189,6 +191,7 @@ std::string export_torchtitan(const Scenario& s) {
   if (s.model.moe.enabled() && l.etp != 1 && l.etp != l.tp)
     refuse("torchtitan", "expert tensor parallel size other than 1 or tp");
   if (s.work.bf16_adam_moments) refuse("torchtitan", "bf16 Adam moments (torch.optim.AdamW keeps them in the parameters' fp32)");
+  if (s.work.fp8_activation_input_store) refuse("torchtitan", "the SwiGLU's fp8 input store (Megatron's --activation-func-fp8-input-store)");
   std::ostringstream o;
   o << "# torchtitan job config for " << s.model.name << " on " << s.gpus << " GPUs (sixfold plan)\n";
   o << "[parallelism]\n";

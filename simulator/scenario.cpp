@@ -21,13 +21,10 @@ E parse_enum_field(const YamlDoc& doc, const YAML::Node& node, const std::string
 
 }  // namespace
 
-Layout parse_layout(const YamlDoc& doc, const YAML::Node& n) {
-  Layout l;
-  if (!n) return l;
-  if (!n.IsMap()) yaml_field_error(doc, n, "layout", "must be a mapping");
-  static const char* known[] = {"dp", "tp", "pp", "vpp", "cp", "ep", "etp", "sp", "zero", "micro_batch",
-                                "recompute", "recompute_modules", "dp_overlap", "bucket_size", "tp_overlap", "schedule",
-                                "first_stage_layers", "last_stage_layers"};
+// A misspelt field would silently keep its default: name it, with the fields `section` has.
+void reject_unknown_fields(const YamlDoc& doc, const YAML::Node& n, const std::string& section,
+                           std::initializer_list<const char*> known) {
+  if (!n.IsMap()) yaml_field_error(doc, n, section, "must be a mapping");
   for (const auto& kv : n) {
     const std::string key = kv.first.as<std::string>();
     bool ok = false;
@@ -35,9 +32,18 @@ Layout parse_layout(const YamlDoc& doc, const YAML::Node& n) {
     if (!ok) {
       std::string allowed;
       for (const char* k : known) allowed += std::string(allowed.empty() ? "" : ", ") + k;
-      yaml_field_error(doc, kv.first, "layout." + key, "unknown field (allowed: " + allowed + ")");
+      yaml_field_error(doc, kv.first, section + "." + key, "unknown field (allowed: " + allowed + ")");
     }
   }
+}
+
+Layout parse_layout(const YamlDoc& doc, const YAML::Node& n) {
+  Layout l;
+  if (!n) return l;
+  reject_unknown_fields(doc, n, "layout",
+                        {"dp", "tp", "pp", "vpp", "cp", "ep", "etp", "sp", "zero", "micro_batch", "recompute",
+                         "recompute_modules", "dp_overlap", "bucket_size", "tp_overlap", "schedule",
+                         "first_stage_layers", "last_stage_layers"});
   l.dp = optional<int>(doc, n, "dp", 1);
   l.tp = optional<int>(doc, n, "tp", 1);
   l.pp = optional<int>(doc, n, "pp", 1);
@@ -74,12 +80,16 @@ Layout parse_layout(const YamlDoc& doc, const YAML::Node& n) {
 Workload parse_workload(const YamlDoc& doc, const YAML::Node& n) {
   Workload w;
   if (!n) yaml_field_error(doc, doc.root, "workload", "missing (seq, global_batch, dtype)");
+  reject_unknown_fields(doc, n, "workload",
+                        {"seq", "global_batch", "dtype", "flash_attention", "framework", "adam_moments",
+                         "activation_func_fp8_input_store"});
   w.seq = required<Count>(doc, n, "seq");
   w.global_batch = required<Count>(doc, n, "global_batch");
   w.dtype = parse_enum_field(doc, n, "dtype", Dtype::BF16, &parse_dtype);
   w.flash_attention = optional<bool>(doc, n, "flash_attention", true);
   w.framework = parse_enum_field(doc, n, "framework", Framework::Megatron, &parse_framework);
   w.bf16_adam_moments = parse_enum_field(doc, n, "adam_moments", false, &parse_adam_moments);
+  w.fp8_activation_input_store = optional<bool>(doc, n, "activation_func_fp8_input_store", false);
   if (w.seq <= 0) yaml_field_error(doc, n["seq"], "seq", "must be positive");
   if (w.global_batch <= 0) yaml_field_error(doc, n["global_batch"], "global_batch", "must be positive");
   return w;
@@ -221,6 +231,7 @@ void emit_workload(YAML::Emitter& o, const Workload& w) {
   o << YAML::Key << "flash_attention" << YAML::Value << w.flash_attention;
   o << YAML::Key << "framework" << YAML::Value << to_string(w.framework);
   if (w.bf16_adam_moments) o << YAML::Key << "adam_moments" << YAML::Value << "bf16";
+  if (w.fp8_activation_input_store) o << YAML::Key << "activation_func_fp8_input_store" << YAML::Value << true;
   o << YAML::EndMap;
 }
 

@@ -49,6 +49,12 @@ struct ValidationReport {
   std::map<std::string, int> filled_counts;
   std::map<std::string, MetricSummary> metrics;
   std::vector<RankGroup> groups;  // with ranking on
+  // Scored rows whose predicted peak memory exceeds the GPU's: each ran, so each is a model error.
+  int rows_not_fitting() const {
+    int n = 0;
+    for (const RowResult& r : rows) n += r.scored && !r.predicted_to_fit;
+    return n;
+  }
 };
 
 // Prices a row's scenario; the default is the closed-form predict(). The simulator plugs in here.

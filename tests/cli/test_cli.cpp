@@ -26,6 +26,11 @@ std::string write_temp(const std::string& name, const std::string& text) {
 
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
 const std::string kBase = "predict --model llama3-8b --hardware h100-sxm-80g --seq 4096 ";
 
 }  // namespace
@@ -282,4 +287,34 @@ TEST_CASE("a cluster file with an unknown or missing hardware names the cluster 
     CHECK(contains(r.output, "'hardware'"));
     CHECK(contains(r.output, expect));
   }
+}
+
+TEST_CASE("--activation-func-fp8-input-store: priced, exported as Megatron's flag, refused where it does not exist") {
+  const std::string base = "predict --model mixtral-8x7b --hardware h100-sxm-80g --gpus 8 --ep 8 --seq 4096 --global-batch 8 --json";
+  Result plain = run_sixfold(base);
+  Result stored = run_sixfold(base + " --activation-func-fp8-input-store");
+  REQUIRE(plain.code == 0);
+  REQUIRE(stored.code == 0);
+  CHECK(nlohmann::json::parse(stored.output)["prediction"]["peak_memory_bytes"].get<double>() <
+        nlohmann::json::parse(plain.output)["prediction"]["peak_memory_bytes"].get<double>());
+  Result r = run_sixfold("predict --model gpt3-175b --hardware h100-sxm-80g --gpus 8 --tp 8 --activation-func-fp8-input-store");
+  CHECK(r.code == 2);
+  CHECK(contains(r.output, "needs SwiGLU"));
+  const std::string out = write_temp("store.sh", "");
+  r = run_sixfold("plan --model llama3-8b --hardware h100-sxm-80g --gpus 8 --seq 4096 --global-batch 64 "
+                  "--activation-func-fp8-input-store --export " + out + " --export-format megatron");
+  REQUIRE(r.code == 0);
+  CHECK(contains(read_file(out), "--activation-func-fp8-input-store"));
+  // A scenario says it as a workload field; a misspelt workload field is an error, not a default.
+  const char* base_yaml = "name: t\nmodel: llama3-8b\nhardware: h100-sxm-80g\ngpus: 8\nlayout: {dp: 8}\n";
+  std::string yaml = write_temp("store.yaml", std::string(base_yaml) +
+                                                  "workload: {seq: 4096, global_batch: 8, activation_func_fp8_input_store: true}\n");
+  r = run_sixfold("predict --scenario " + yaml);
+  CHECK(r.code == 0);
+  yaml = write_temp("typo.yaml", std::string(base_yaml) + "workload: {seq: 4096, global_batch: 8, adam_moment: bf16}\n");
+  r = run_sixfold("predict --scenario " + yaml);
+  CHECK(r.code == 1);
+  CHECK(contains(r.output, "typo.yaml:"));
+  CHECK(contains(r.output, "workload.adam_moment"));
+  CHECK(contains(r.output, "adam_moments"));
 }

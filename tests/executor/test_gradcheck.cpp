@@ -70,3 +70,9 @@ TEST_CASE("model gradient check: LayerNorm + GELU, tied embeddings, partial rota
 TEST_CASE("model gradient check: MoE top-2 of 4 experts") {
   CHECK(model_gradcheck(tiny_model(true)) < 1e-4);
 }
+
+TEST_CASE("model gradient check: MoE with GELU experts (the routing weight inside the activation)") {
+  ModelSpec m = tiny_model(true);
+  m.activation = Activation::GELU;
+  CHECK(model_gradcheck(m) < 1e-4);
+}

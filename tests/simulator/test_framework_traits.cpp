@@ -257,3 +257,51 @@ TEST_CASE("bf16 Adam moments halve the optimizer state and its step traffic") {
   CHECK(parse_adam_moments("bf16"));
   CHECK_THROWS_WITH_AS(parse_adam_moments("fp8"), doctest::Contains("allowed: fp32, bf16"), UsageError);
 }
+
+namespace {
+// Bytes one forward op named `name` of the MoE layer keeps for the backward.
+double moe_saved(const ModelSpec& m, const Layout& l, const Workload& w, const char* name) {
+  const StepProgram p = expand_step_program(m, l, w);
+  for (const Op& op : p.moe_layer.forward)
+    if (std::string(op.name) == name) return op.saved;
+  FAIL("no op " << name);
+  return 0.0;
+}
+}  // namespace
+
+TEST_CASE("routing weights: Megatron weights inside the SwiGLU, DeepSpeed and torchtitan keep the weighted expert outputs") {
+  const ModelSpec m = load_model("mixtral-8x7b");
+  Layout l;
+  l.dp = 8;
+  l.ep = 8;
+  const double T = 4096, k = m.moe.top_k, h = double(m.hidden), f = double(m.moe.expert_ffn);
+  for (Framework fw : {Framework::DeepSpeed, Framework::Torchtitan}) {
+    const Workload w = work(4096, 8, fw);
+    CHECK(moe_saved(m, l, w, "moe_unpermute") == doctest::Approx(T * k * h * 2 + T * k * 4));
+    CHECK(moe_saved(m, l, w, "expert_act") == doctest::Approx(T * k * f * 2 * 2));
+  }
+  const Workload w = work(4096, 8, Framework::Megatron);
+  CHECK(moe_saved(m, l, w, "moe_unpermute") == 0);
+  CHECK(moe_saved(m, l, w, "expert_act") == doctest::Approx(T * k * f * 2 * 2 + T * k * 4));  // + the probabilities
+  const HardwareProfile hw = load_hardware("h100-sxm-80g");
+  CHECK(predict(m, hw, w, l).memory.moe_activations < predict(m, hw, work(4096, 8, Framework::DeepSpeed), l).memory.moe_activations);
+}
+
+TEST_CASE("--activation-func-fp8-input-store keeps the SwiGLU input in fp8, dense and expert (Megatron only, SwiGLU only)") {
+  const ModelSpec moe = load_model("mixtral-8x7b");
+  Layout l;
+  l.dp = 8;
+  l.ep = 8;
+  Workload w = work(4096, 8, Framework::Megatron);
+  const double bf16_act = moe_saved(moe, l, w, "expert_act");
+  const StepProgram dense_before = expand_step_program(load_model("llama3-8b"), Layout{}, w);
+  w.fp8_activation_input_store = true;
+  CHECK_NOTHROW(validate_layout(moe, l, w, 8));
+  const double T = 4096, k = moe.moe.top_k, f = double(moe.moe.expert_ffn);
+  CHECK(moe_saved(moe, l, w, "expert_act") == doctest::Approx(bf16_act - T * k * f * 2));  // 2f values, 1 byte each
+  const StepProgram dense_after = expand_step_program(load_model("llama3-8b"), Layout{}, w);
+  CHECK(dense_after.dense_layer.saved < dense_before.dense_layer.saved);
+  CHECK_THROWS_WITH_AS(validate_layout(load_model("gpt3-175b"), Layout{}, w, 1), doctest::Contains("needs SwiGLU"), LayoutError);
+  w.framework = Framework::Torchtitan;
+  CHECK_THROWS_WITH_AS(validate_layout(moe, l, w, 8), doctest::Contains("Megatron's"), LayoutError);
+}

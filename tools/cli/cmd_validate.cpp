@@ -86,6 +86,11 @@ struct ValidateCommand {
                   rep.groups.size(), regret / n, worst, worst_key.c_str(), rho / n);
     }
     std::printf("\nsummary of %s: %d rows scored, %d skipped\n", rep.source.c_str(), rep.rows_scored, rep.rows_skipped);
+    // Every row ran, so every row should fit: the ones that do not are the model's error.
+    std::string misfits;
+    for (const auto& row : rep.rows)
+      if (row.scored && !row.predicted_to_fit) misfits += (misfits.empty() ? "" : ", ") + row.id;
+    std::printf("  predicted not to fit: %d%s\n", rep.rows_not_fitting(), misfits.empty() ? "" : (" (" + misfits + ")").c_str());
     for (const auto& [reason, count] : rep.skip_reasons) std::printf("  skipped %4d: %s\n", count, reason.c_str());
     // How each kind of field was filled or read, in the words a user would check it by.
     const std::map<std::string, std::string> how = {
@@ -117,6 +122,7 @@ struct ValidateCommand {
     j["predictor"] = predictor_name();
     j["rows_scored"] = rep.rows_scored;
     j["rows_skipped"] = rep.rows_skipped;
+    j["rows_predicted_not_to_fit"] = rep.rows_not_fitting();
     j["skip_reasons"] = rep.skip_reasons;
     j["filled"] = rep.filled_counts;
     nlohmann::ordered_json metrics = nlohmann::ordered_json::object();
@@ -136,6 +142,7 @@ struct ValidateCommand {
       r["id"] = row.id;
       r["scored"] = row.scored;
       if (!row.scored) r["skip_reason"] = row.skip_reason;
+      if (row.scored) r["predicted_to_fit"] = row.predicted_to_fit;
       r["measured"] = row.measured;
       r["predicted"] = row.predicted;
       r["error_pct"] = row.error_pct;

@@ -20,6 +20,8 @@ void ScenarioFlags::add_to(CLI::App& app, bool with_layout) {
   app.add_flag("--no-flash-attention", no_flash_attention, "price unfused attention that saves the s x s scores");
   app.add_option("--adam-moments", adam_moments,
                  "fp32 (default) | bf16: Adam's moments in bf16 (Megatron-Core's precision-aware optimizer)");
+  app.add_flag("--activation-func-fp8-input-store", fp8_activation_input_store,
+               "keep the SwiGLU's input in fp8 for the backward (Megatron's flag of that name)");
   app.add_option("--framework", framework,
                  "megatron | deepspeed | deepspeed-legacy | torchtitan: whose loss, ZeRO-3 gathers and overlap to price (default megatron)");
   if (!with_layout) return;
@@ -103,6 +105,7 @@ Scenario ScenarioFlags::resolve(bool with_layout) const {
   if (no_flash_attention) s.work.flash_attention = false;
   if (!framework.empty()) s.work.framework = parse_framework(framework);
   if (!adam_moments.empty()) s.work.bf16_adam_moments = parse_adam_moments(adam_moments);
+  if (fp8_activation_input_store) s.work.fp8_activation_input_store = true;
   if (s.work.seq <= 0) throw UsageError("--seq (workload.seq) must be positive" + origin());
 
   Layout& l = s.layout;
