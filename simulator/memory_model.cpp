@@ -66,6 +66,28 @@ double in_flight_micro_batches(const Layout& l, Count m, int stage) {
   return 1;
 }
 
+double chunk_in_flight(const Layout& l, Count m, int stage, int chunk) {
+  if (l.schedule != Schedule::Interleaved) return in_flight_micro_batches(l, m, stage);
+  // Megatron-LM (and torch.distributed.pipelining's Interleaved1F1B) run forwards in groups of pp
+  // micro-batches per chunk: chunk 0 for micro-batches 0..p-1, chunk 1 for the same, ..., then
+  // chunk 0 again for p..2p-1. The first `warm-up + 1` of them are held at the peak.
+  const Count p = l.pp, v = l.vpp;
+  const Count held = std::min<Count>(m * v, Count(p - stage - 1) * 2 + (v - 1) * p + 1);
+  const Count rounds = held / (p * v), rest = held % (p * v);
+  return double(rounds * p + std::clamp<Count>(rest - chunk * p, 0, p));
+}
+
+HeldActivations held_activations(const Layout& l, const StepProgram& prog, const StageProgram& st) {
+  const Count m = prog.micro_batches;
+  const double in_flight = in_flight_micro_batches(l, m, st.stage);
+  HeldActivations h;
+  h.layers = in_flight * (st.dense_layers * prog.dense_layer.saved);
+  h.moe = st.moe_layers > 0 ? in_flight * (st.moe_layers * prog.moe_layer.saved) : 0;
+  h.pre = chunk_in_flight(l, m, st.stage, 0) * st.pre_saved;
+  h.post = chunk_in_flight(l, m, st.stage, l.virtual_stages() - 1) * st.post_saved;
+  return h;
+}
+
 namespace {
 Count ceil_div(Count a, Count b) { return (a + b - 1) / b; }
 }  // namespace
@@ -93,13 +115,11 @@ std::vector<MemoryBreakdown> stage_memory(const ModelSpec& model, const Hardware
     mb.master_weights = state(sb.master, 1);
     mb.optimizer_states = state(sb.optimizer, 1);
 
-    const double in_flight = in_flight_micro_batches(l, prog.micro_batches, st.stage);
-    const Bytes moe_expert_part = st.moe_layers > 0 ? st.moe_layers * prog.moe_layer.saved : 0;
-    const Bytes per_mb = st.dense_layers * prog.dense_layer.saved + st.pre_saved;
-    mb.activations = in_flight * per_mb;
-    mb.moe_activations = in_flight * moe_expert_part;
+    const HeldActivations acts = held_activations(l, prog, st);
+    mb.activations = acts.layers + acts.pre;
+    mb.moe_activations = acts.moe;
     // The last stage keeps the fp32 softmax of each in-flight micro-batch and one set of logits.
-    mb.logits = in_flight * st.post_saved + st.logits_bytes;
+    mb.logits = acts.post + st.logits_bytes;
 
     // Communication buffers: DDP buckets (two in flight), the SP all-gather output, and ZeRO-3's
     // gathered parameters of the current and the prefetched layer.

@@ -50,6 +50,20 @@ Bytes gradient_bucket_bytes(const Layout& layout, const Workload& work);
 // GPipe m; 1F1B and ZB-H1 min(p - stage, m); interleaved Megatron's warm-up count in chunks / v.
 double in_flight_micro_batches(const Layout& layout, Count micro_batches, int stage);
 
+// Micro-batches model chunk `chunk` (0..vpp-1) of stage `stage` holds at that stage's peak. The
+// embedding lives in chunk 0 of stage 0, the head and loss in the last chunk of the last stage, so
+// their saved bytes scale with these counts, not with the stage's average: under the interleaved
+// schedule the last stage's last chunk holds one micro-batch however many the stage holds.
+double chunk_in_flight(const Layout& layout, Count micro_batches, int stage, int chunk);
+
+// The activation bytes a stage holds at its peak: its layers' share of the in-flight micro-batches
+// plus the embedding's and the head's, each counted by its own chunk.
+struct HeldActivations {
+  Bytes layers = 0, moe = 0, pre = 0, post = 0;
+  Bytes total() const { return layers + moe + pre + post; }
+};
+HeldActivations held_activations(const Layout& layout, const StepProgram& program, const StageProgram& stage);
+
 // The fraction of activation memory the caching allocator loses to fragmentation (prior; PyTorch
 // reports 5-10% for transformer training, e.g. Rajbhandari et al. 2020, section 6).
 inline constexpr double kFragmentation = 0.05;

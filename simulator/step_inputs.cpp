@@ -66,10 +66,7 @@ PipelineInputs pipeline_inputs(const ModelSpec& model, const HardwareProfile& hw
 
     // Memory held all step: everything but the per-micro-batch activations (and their share of
     // fragmentation), which the simulation adds and removes block by block.
-    const Bytes per_mb_saved = st.dense_layers * prog.dense_layer.saved + st.pre_saved +
-                               (st.moe_layers > 0 ? st.moe_layers * prog.moe_layer.saved : 0) + st.post_saved;
-    const double in_flight = in_flight_micro_batches(l, prog.micro_batches, st.stage);
-    s.static_memory = mem.total() - (1.0 + kFragmentation) * in_flight * per_mb_saved;
+    s.static_memory = mem.total() - (1.0 + kFragmentation) * held_activations(l, prog, st).total();
 
     // Data-parallel traffic, the closed form's (dp_traffic), scheduled here.
     const DpTraffic dp = dp_traffic(model, hw, work, l, st);

@@ -136,6 +136,45 @@ TEST_CASE("1F1B holds pp - i micro-batches on stage i, GPipe holds all of them")
   CHECK(in_flight_micro_batches(l, 16, 0) == doctest::Approx(5.5));
 }
 
+TEST_CASE("interleaved: the embedding's and the loss's chunks hold their own counts of micro-batches") {
+  Layout l;
+  l.pp = 4;
+  l.vpp = 2;
+  l.schedule = Schedule::Interleaved;
+  // Stage 0 runs 11 forwards before its first backward: chunk 0 for micro-batches 0-3, chunk 1 for
+  // 0-3, chunk 0 for 4-6.
+  CHECK(chunk_in_flight(l, 16, 0, 0) == 7);
+  CHECK(chunk_in_flight(l, 16, 0, 1) == 4);
+  // The last stage: chunk 0 for 0-3, then one micro-batch in the last chunk, where the loss lives.
+  CHECK(chunk_in_flight(l, 16, 3, 0) == 4);
+  CHECK(chunk_in_flight(l, 16, 3, 1) == 1);
+  for (int st = 0; st < 4; ++st)
+    CHECK(chunk_in_flight(l, 16, st, 0) + chunk_in_flight(l, 16, st, 1) == doctest::Approx(2 * in_flight_micro_batches(l, 16, st)));
+  // Other schedules: every chunk is the stage.
+  l.schedule = Schedule::OneFOneB;
+  l.vpp = 1;
+  CHECK(chunk_in_flight(l, 16, 3, 0) == 1);
+  CHECK(chunk_in_flight(l, 16, 0, 0) == 4);
+}
+
+TEST_CASE("interleaved: the last stage's loss memory is one micro-batch's, not the stage's average") {
+  const ModelSpec m = load_model("llama3-8b");
+  const HardwareProfile hw = load_hardware("h100-sxm-80g");
+  Workload w;
+  w.seq = 4096;
+  w.global_batch = 32;
+  Layout l;
+  l.pp = 4;
+  l.tp = 2;
+  l.sp = true;
+  const Prediction one = predict(m, hw, w, l);
+  l.vpp = 2;
+  l.schedule = Schedule::Interleaved;
+  const Prediction inter = predict(m, hw, w, l);
+  // The last stage holds one micro-batch's loss under both schedules.
+  CHECK(inter.stage_memory.back().logits == doctest::Approx(one.stage_memory.back().logits));
+}
+
 TEST_CASE("step time and throughput are consistent") {
   const ModelSpec m = load_model("llama3-8b");
   const HardwareProfile hw = load_hardware("h100-sxm-80g");
