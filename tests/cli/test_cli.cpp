@@ -318,3 +318,16 @@ TEST_CASE("--activation-func-fp8-input-store: priced, exported as Megatron's fla
   CHECK(contains(r.output, "workload.adam_moment"));
   CHECK(contains(r.output, "adam_moments"));
 }
+
+TEST_CASE("plan --framework torchtitan recommends what torchtitan can run (no ZeRO-1/2, no one-stage zero-bubble)") {
+  const std::string base = "plan --model llama3.1-405b --hardware h100-sxm-80g --gpus 512 --seq 8192 --global-batch 256 --json";
+  Result megatron = run_sixfold(base);
+  REQUIRE(megatron.code == 0);
+  const int megatron_zero = nlohmann::json::parse(megatron.output)["recommended"]["layout"]["zero"];
+  CHECK((megatron_zero == 1 || megatron_zero == 2));  // what makes the case: Megatron's pick is one torchtitan lacks
+  Result tt = run_sixfold(base + " --framework torchtitan");
+  REQUIRE(tt.code == 0);
+  const auto layout = nlohmann::json::parse(tt.output)["recommended"]["layout"];
+  CHECK((layout["zero"] == 0 || layout["zero"] == 3));
+  CHECK_FALSE((layout["schedule"] == "zero-bubble" && layout["vpp"] == 1));
+}

@@ -93,6 +93,8 @@ struct PlanCommand {
     rq.refine = refine;
     if (!mem_budget.empty()) rq.memory_budget = parse_size(mem_budget);
     rq.search.max_tp = max_tp;
+    // FSDP2 either shards everything (ZeRO-3) or replicates: torchtitan has no ZeRO-1/2 to search.
+    if (s.work.framework == Framework::Torchtitan) rq.search.zero_stages = {0, 3};
     rq.search.max_micro_batch = max_micro_batch;
     if (!schedules.empty()) {
       rq.search.schedules.clear();
@@ -110,21 +112,27 @@ struct PlanCommand {
     const std::string header = scenario_header(s);
     if (!res.feasible()) return report_infeasible(s, res);
 
-    // With an export format, recommend the fastest layout that framework can express.
+    // With an export format, recommend the fastest layout that framework can express; planning for
+    // torchtitan alone likewise (it has no ZeRO-1/2, and replicates only together with FSDP).
+    const ExportFormat runs_as =
+        format == ExportFormat::Yaml && s.work.framework == Framework::Torchtitan ? ExportFormat::Torchtitan : format;
     size_t pick = 0;
     std::string skipped_reason;
-    if (format != ExportFormat::Yaml) {
+    if (runs_as != ExportFormat::Yaml) {
       for (; pick < res.ranked.size(); ++pick) {
         Scenario t = s;
         t.layout = res.ranked[pick].layout;
         try {
-          export_plan(format, t, Prediction{});
+          export_plan(runs_as, t, Prediction{});
           break;
         } catch (const UsageError& e) {
           if (skipped_reason.empty()) skipped_reason = e.what();
         }
       }
-      if (pick == res.ranked.size()) throw UsageError("no layout that fits can be expressed: " + skipped_reason);
+      if (pick == res.ranked.size())
+        throw UsageError(std::string("no layout that fits can be ") +
+                         (format == ExportFormat::Yaml ? "run by " + to_string(s.work.framework) : "expressed") + ": " +
+                         skipped_reason);
     }
     const Candidate& best = res.ranked[pick];
     s.layout = best.layout;
@@ -212,8 +220,9 @@ struct PlanCommand {
         std::printf("refined with the step simulator (%d candidates): the analytical top %d re-ranked by simulated "
                     "step time\n", res.refined, res.refined);
       if (pick > 0)
-        std::cout << "note: the " << pick << " faster layout(s) cannot be exported to " << export_format << " ("
-                  << skipped_reason << ")\n";
+        std::cout << "note: the " << pick << " faster layout(s) cannot be "
+                  << (format == ExportFormat::Yaml ? "run by " + to_string(s.work.framework) : "exported to " + export_format)
+                  << " (" << skipped_reason << ")\n";
       std::cout << "\nrecommended: " << describe(best.layout) << " schedule=" << to_string(best.layout.schedule)
                 << " dp-overlap=" << to_string(best.layout.dp_overlap) << " (" << p.micro_batches << " micro-batches)\n";
       print_prediction(std::cout, p);
