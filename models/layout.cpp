@@ -16,6 +16,14 @@ std::vector<int> stage_layer_counts(const ModelSpec& m, const Layout& l) {
     counts[0] = m.layers;
     return counts;
   }
+  if (l.accounts_pipeline_split()) {
+    const int e = l.embedding_in_pipeline_split, lo = l.loss_in_pipeline_split;
+    const int per_stage = (m.layers + e + lo) / l.pp;
+    for (int& c : counts) c = per_stage;
+    counts.front() -= e;
+    counts.back() -= lo;
+    return counts;
+  }
   int rest = m.layers;
   int first = l.first_stage_layers, last = l.last_stage_layers;
   int middle_stages = l.pp;
@@ -86,11 +94,25 @@ void validate_layout(const ModelSpec& m, const Layout& l, const Workload& w, int
          "uneven stages leave at least one layer per stage",
          "first " + s(l.first_stage_layers) + ", last " + s(l.last_stage_layers) + ", layers " + s(m.layers));
   }
+  if (l.accounts_pipeline_split()) {
+    const int units = m.layers + l.embedding_in_pipeline_split + l.loss_in_pipeline_split;
+    need(w.framework == Framework::Megatron, "the embedding/loss pipeline split is Megatron's",
+         "--account-for-embedding/loss-in-pipeline-split with framework " + to_string(w.framework));
+    need(l.pp > 1, "the embedding/loss pipeline split needs pp > 1", "pp=1");
+    need(l.first_stage_layers == 0 && l.last_stage_layers == 0,
+         "the embedding/loss pipeline split excludes first/last stage layers",
+         "first " + s(l.first_stage_layers) + ", last " + s(l.last_stage_layers));
+    need(units % (l.pp * l.virtual_stages()) == 0, "layers with the embedding and loss divide into pp*vpp stages",
+         s(m.layers) + " layers + " + s(units - m.layers) + " over " + s(l.pp) + " x " + s(l.virtual_stages()) +
+             " virtual stages");
+  }
   if (l.schedule == Schedule::Interleaved) {
     need(l.pp > 1, "interleaved schedule needs pp > 1", "pp=1");
-    // Megatron needs equal virtual stages; torchtitan splits the layers into pp x vpp stages as
-    // evenly as it can (generate_split_points), so only needs a layer for each.
+    // Megatron needs equal virtual stages (the embedding/loss split's one-fewer first and last are
+    // checked above); torchtitan splits the layers into pp x vpp stages as evenly as it can
+    // (generate_split_points), so only needs a layer for each.
     for (int c : stage_layer_counts(m, l)) {
+      if (l.accounts_pipeline_split()) continue;
       if (w.framework == Framework::Torchtitan)
         need(c >= l.vpp, "vpp at most the layers per stage", "vpp=" + s(l.vpp) + ", a stage has " + s(c) + " layers");
       else
@@ -285,6 +307,10 @@ std::string describe(const Layout& l) {
   o << " zero=" << l.zero << " mbs=" << l.micro_batch << " recompute=" << to_string(l.recompute);
   if (l.recompute == Recompute::Selective && l.recompute_modules != 0)
     o << "(" << recompute_modules_string(l.recompute_modules) << ")";
+  if (l.accounts_pipeline_split())
+    o << " pp-split="
+      << (l.embedding_in_pipeline_split && l.loss_in_pipeline_split ? "embedding,loss"
+                                                                     : l.embedding_in_pipeline_split ? "embedding" : "loss");
   return o.str();
 }
 

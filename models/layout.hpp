@@ -96,6 +96,13 @@ struct Layout {
   // Uneven pipelines: transformer layers on the first and last stage; 0 = even split.
   int first_stage_layers = 0;
   int last_stage_layers = 0;
+  // Megatron's --account-for-embedding-in-pipeline-split / --account-for-loss-in-pipeline-split:
+  // the embedding (loss) takes a layer's place in the first (last) virtual stage, which builds one
+  // transformer layer fewer; layers + embedding + loss divide evenly into pp x vpp virtual stages
+  // (how NeMo runs Llama 3.1 405B's 126 layers on pp 8 x vpp 8).
+  bool embedding_in_pipeline_split = false;
+  bool loss_in_pipeline_split = false;
+  bool accounts_pipeline_split() const { return embedding_in_pipeline_split || loss_in_pipeline_split; }
 
   int gpus() const { return dp * tp * pp * cp; }
   int virtual_stages() const { return schedule == Schedule::Interleaved ? vpp : 1; }

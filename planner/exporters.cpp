@@ -78,9 +78,16 @@ std::string export_megatron(const Scenario& s) {
   }
   flag("--tensor-model-parallel-size", n(l.tp));
   flag("--pipeline-model-parallel-size", n(l.pp));
+  if (l.embedding_in_pipeline_split) flag("--account-for-embedding-in-pipeline-split");
+  if (l.loss_in_pipeline_split) flag("--account-for-loss-in-pipeline-split");
   if (l.schedule == Schedule::Interleaved) {
-    const auto counts = stage_layer_counts(m, l);
-    flag("--num-layers-per-virtual-pipeline-stage", n(counts.back() / l.vpp));
+    // With the embedding/loss in the split, Megatron derives each virtual stage's layers itself.
+    if (l.accounts_pipeline_split()) {
+      flag("--num-virtual-stages-per-pipeline-rank", n(l.vpp));
+    } else {
+      const auto counts = stage_layer_counts(m, l);
+      flag("--num-layers-per-virtual-pipeline-stage", n(counts.back() / l.vpp));
+    }
   }
   if (l.first_stage_layers > 0) flag("--decoder-first-pipeline-num-layers", n(l.first_stage_layers));
   if (l.last_stage_layers > 0) flag("--decoder-last-pipeline-num-layers", n(l.last_stage_layers));

@@ -56,6 +56,10 @@ Layout make_layout(const Mesh& mesh, const ProgramKey& key, const Variant& v) {
   l.dp_overlap = v.dp_overlap;
   l.schedule = v.schedule;
   l.vpp = v.vpp;
+  if (v.accounts_pipeline_split) {
+    l.first_stage_layers = l.last_stage_layers = 0;
+    l.embedding_in_pipeline_split = l.loss_in_pipeline_split = true;
+  }
   return l;
 }
 
@@ -151,8 +155,13 @@ std::vector<Variant> variants(const ModelSpec& model, const Workload& work, cons
   const std::vector<int> stage_layers = stage_layer_counts(model, probe);
   const int max_stage = *std::max_element(stage_layers.begin(), stage_layers.end());
 
-  // Schedules and virtual stages.
-  std::vector<std::pair<Schedule, int>> schedules;
+  // Schedules and virtual stages (and whether Megatron's embedding/loss-accounting split gives them).
+  struct Choice {
+    Schedule schedule;
+    int vpp;
+    bool accounts = false;
+  };
+  std::vector<Choice> schedules;
   if (mesh.pp == 1) {
     schedules.push_back({Schedule::OneFOneB, 1});
     for (Schedule s : o.schedules)
@@ -169,11 +178,21 @@ std::vector<Variant> variants(const ModelSpec& model, const Workload& work, cons
         ++pruned["interleaved schedule needs micro-batches divisible by pp"];
       } else {
         bool any = false;
+        // A mesh whose first and last stages hold one layer fewer than the rest is Megatron's
+        // embedding/loss-accounting split, whose virtual stages need only (layers + 2) to divide.
+        const int units = model.layers + 2;
+        const bool accounting_mesh = work.framework == Framework::Megatron && units % mesh.pp == 0 &&
+                                     mesh.first_stage_layers == units / mesh.pp - 1 &&
+                                     mesh.last_stage_layers == units / mesh.pp - 1;
         for (int v = 2; v <= max_stage; ++v) {
           bool ok = true;
           // torchtitan splits unevenly (a layer per virtual stage is enough); Megatron needs equal ones.
           for (int c : stage_layers) ok = ok && (work.framework == Framework::Torchtitan ? c >= v : c % v == 0);
           if (ok) { schedules.push_back({Schedule::Interleaved, v}); any = true; }
+          else if (accounting_mesh && units % (mesh.pp * v) == 0) {
+            schedules.push_back({Schedule::Interleaved, v, true});
+            any = true;
+          }
         }
         if (!any) ++pruned["vpp divides layers per stage"];
       }
@@ -183,12 +202,13 @@ std::vector<Variant> variants(const ModelSpec& model, const Workload& work, cons
     if (zero > 0 && !data_parallel) { ++pruned["zero irrelevant without data parallelism"]; continue; }
     for (DpOverlap ov : o.dp_overlap) {
       if (!data_parallel && ov != DpOverlap::Bucketed) { ++pruned["dp overlap irrelevant without data parallelism"]; continue; }
-      for (auto [s, v] : schedules) out.push_back({zero, ov, s, v});
+      for (const Choice& c : schedules) out.push_back({zero, ov, c.schedule, c.vpp, c.accounts});
     }
   }
   // A request that disallowed bucketed overlap still needs one variant without data parallelism.
   if (!data_parallel && out.empty() && !o.dp_overlap.empty())
-    for (auto [s, v] : schedules) out.push_back({o.zero_stages.empty() ? 0 : o.zero_stages.front(), o.dp_overlap.front(), s, v});
+    for (const Choice& c : schedules)
+      out.push_back({o.zero_stages.empty() ? 0 : o.zero_stages.front(), o.dp_overlap.front(), c.schedule, c.vpp, c.accounts});
   return out;
 }
 

@@ -60,6 +60,9 @@ struct Variant {
   DpOverlap dp_overlap = DpOverlap::Bucketed;
   Schedule schedule = Schedule::OneFOneB;
   int vpp = 1;
+  // Megatron's embedding- and loss-accounting split in place of the mesh's first/last stage
+  // layers (same stage totals, but virtual stages of equal size but for the first and last).
+  bool accounts_pipeline_split = false;
 };
 
 Layout make_layout(const Mesh& mesh, const ProgramKey& key, const Variant& v);

@@ -61,6 +61,8 @@ nlohmann::ordered_json layout_json(const Layout& l) {
   j["schedule"] = to_string(l.schedule);
   if (l.first_stage_layers) j["first_stage_layers"] = l.first_stage_layers;
   if (l.last_stage_layers) j["last_stage_layers"] = l.last_stage_layers;
+  if (l.embedding_in_pipeline_split) j["account_for_embedding_in_pipeline_split"] = true;
+  if (l.loss_in_pipeline_split) j["account_for_loss_in_pipeline_split"] = true;
   return j;
 }
 

@@ -43,7 +43,8 @@ Layout parse_layout(const YamlDoc& doc, const YAML::Node& n) {
   reject_unknown_fields(doc, n, "layout",
                         {"dp", "tp", "pp", "vpp", "cp", "ep", "etp", "sp", "zero", "micro_batch", "recompute",
                          "recompute_modules", "dp_overlap", "bucket_size", "tp_overlap", "schedule",
-                         "first_stage_layers", "last_stage_layers"});
+                         "first_stage_layers", "last_stage_layers", "account_for_embedding_in_pipeline_split",
+                         "account_for_loss_in_pipeline_split"});
   l.dp = optional<int>(doc, n, "dp", 1);
   l.tp = optional<int>(doc, n, "tp", 1);
   l.pp = optional<int>(doc, n, "pp", 1);
@@ -74,6 +75,8 @@ Layout parse_layout(const YamlDoc& doc, const YAML::Node& n) {
   l.tp_overlap = optional<bool>(doc, n, "tp_overlap", false);
   l.first_stage_layers = optional<int>(doc, n, "first_stage_layers", 0);
   l.last_stage_layers = optional<int>(doc, n, "last_stage_layers", 0);
+  l.embedding_in_pipeline_split = optional<bool>(doc, n, "account_for_embedding_in_pipeline_split", false);
+  l.loss_in_pipeline_split = optional<bool>(doc, n, "account_for_loss_in_pipeline_split", false);
   return l;
 }
 
@@ -220,6 +223,8 @@ void emit_layout(YAML::Emitter& o, const Layout& l) {
   o << YAML::Key << "schedule" << YAML::Value << to_string(l.schedule);
   o << YAML::Key << "first_stage_layers" << YAML::Value << l.first_stage_layers;
   o << YAML::Key << "last_stage_layers" << YAML::Value << l.last_stage_layers;
+  if (l.embedding_in_pipeline_split) o << YAML::Key << "account_for_embedding_in_pipeline_split" << YAML::Value << true;
+  if (l.loss_in_pipeline_split) o << YAML::Key << "account_for_loss_in_pipeline_split" << YAML::Value << true;
   o << YAML::EndMap;
 }
 

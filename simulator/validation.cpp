@@ -197,6 +197,12 @@ Scenario scenario_from_row(const CsvTable& t, size_t r, const HardwareLookup& lo
     l.vpp = 2;
     l.schedule = Schedule::Interleaved;
   }
+  // Megatron runs a virtual pipeline whose stages do not divide the layers only with the embedding
+  // and the loss taking a layer's place (--account-for-embedding/loss-in-pipeline-split; NeMo's
+  // Llama 3.1 405B and Qwen3-235B recipes): the only reading of such a row.
+  if (s.work.framework == Framework::Megatron && l.vpp > 1 && m.layers % (l.pp * l.vpp) != 0 &&
+      (m.layers + 2) % (l.pp * l.vpp) == 0)
+    l.embedding_in_pipeline_split = l.loss_in_pipeline_split = true;
   const bool megatron_deepspeed = says("Megatron-DeepSpeed");
   if (megatron_deepspeed && l.zero == 0) l.dp_overlap = DpOverlap::None;
   // TP communication overlap as the sources word it: Megatron's "TP-comm overlap" (which needs
@@ -305,6 +311,7 @@ ValidationReport validate_runs(const CsvTable& t, const ValidationOptions& opt) 
       if (micro_batches.size() > 1 || s.layout.micro_batch <= 0) row.filled.push_back("micro_batch=" + std::to_string(best_layout.micro_batch));
       if (best_layout.dp_overlap == DpOverlap::None) row.filled.push_back("dp_overlap=none (Megatron-DeepSpeed)");
       if (split_local_batch) row.filled.push_back("pipeline_micro_batches=" + std::to_string(best_layout.pp));
+      if (best_layout.accounts_pipeline_split()) row.filled.push_back("pipeline_split=embedding,loss");
       if (best_layout.vpp > 1 && !(number(t.field(r, "vpp")).value_or(1) > 1))
         row.filled.push_back("vpp=" + std::to_string(best_layout.vpp));
       if (s.model.name.rfind("row ", 0) != 0) row.filled.push_back("model=" + s.model.name);

@@ -174,6 +174,25 @@ TEST_CASE("torchtitan: uneven virtual stages are its default two per rank, any o
   CHECK_THROWS_AS(validate_layout(s.model, s.layout, s.work, s.gpus), LayoutError);
 }
 
+TEST_CASE("Megatron export: the embedding/loss pipeline split as its flags, virtual stages per rank instead of layers") {
+  Scenario s = llama_scenario();
+  s.model = load_model("llama3.1-405b");  // 126 layers
+  s.model_name = "llama3.1-405b";
+  s.gpus = 512;
+  s.layout.tp = 8; s.layout.pp = 8; s.layout.vpp = 8; s.layout.dp = 8;
+  s.layout.embedding_in_pipeline_split = s.layout.loss_in_pipeline_split = true;
+  s.work.global_batch = 64;
+  REQUIRE_NOTHROW(validate_layout(s.model, s.layout, s.work, s.gpus));
+  const std::string text = export_megatron(s);
+  CHECK(text.find("--account-for-embedding-in-pipeline-split") != std::string::npos);
+  CHECK(text.find("--account-for-loss-in-pipeline-split") != std::string::npos);
+  CHECK(text.find("--num-virtual-stages-per-pipeline-rank 8") != std::string::npos);
+  CHECK(text.find("--num-layers-per-virtual-pipeline-stage") == std::string::npos);
+  // The plan file keeps the split.
+  const Scenario back = parse_scenario(parse_yaml(plan_yaml(s, predict(s.model, s.hardware, s.work, s.layout)), "plan.yaml"));
+  CHECK(back.layout == s.layout);
+}
+
 TEST_CASE("every built-in scenario predicts") {
   const auto names = builtin_scenario_names();
   CHECK(names.size() >= 12);

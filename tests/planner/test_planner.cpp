@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <random>
 
+#include "common/error.hpp"
 #include "models/model_zoo.hpp"
 #include "planner/planner.hpp"
 #include "simulator/cost_model.hpp"
@@ -156,4 +157,43 @@ TEST_CASE("selective recompute is searched with the Megatron-Core modules the mo
     CHECK_NOTHROW(validate_layout(m, l, w, 16));
   }
   CHECK(with_modules > 0);
+}
+
+TEST_CASE("Megatron: 126 layers interleave over pp 8 only with the embedding and loss in the split, which the planner searches") {
+  const ModelSpec m = load_model("llama3.1-405b");  // 126 layers: 128 units with the embedding and the loss
+  Workload w;
+  w.seq = 4096;
+  w.global_batch = 64;
+  SearchOptions o;
+  o.max_micro_batch = 1;
+  PruneCounts pruned;
+  bool found = false;
+  for (const Layout& l : enumerate_layouts(m, w, 512, 8, o, pruned)) {
+    if (l.pp != 8 || l.vpp != 8) continue;
+    CHECK(l.embedding_in_pipeline_split);
+    CHECK(l.loss_in_pipeline_split);
+    CHECK_NOTHROW(validate_layout(m, l, w, 512));
+    found = true;
+  }
+  CHECK(found);
+  // Stage totals: 15 on the first and last (the embedding and the loss take a layer's place), 16 elsewhere.
+  Layout l;
+  l.pp = 8;
+  l.vpp = 8;
+  l.schedule = Schedule::Interleaved;
+  l.embedding_in_pipeline_split = l.loss_in_pipeline_split = true;
+  const std::vector<int> counts = stage_layer_counts(m, l);
+  CHECK(counts.front() == 15);
+  CHECK(counts.back() == 15);
+  CHECK(counts[3] == 16);
+  // Without the accounting, Megatron's equal virtual stages cannot hold 126 layers on 8 x 8.
+  l.embedding_in_pipeline_split = l.loss_in_pipeline_split = false;
+  l.dp = 64;
+  CHECK_THROWS_AS(validate_layout(m, l, w, 512), LayoutError);
+  // The accounting is Megatron's, and needs the units to divide.
+  l.embedding_in_pipeline_split = true;  // 127 units
+  CHECK_THROWS_WITH_AS(validate_layout(m, l, w, 512), doctest::Contains("divide into pp*vpp"), LayoutError);
+  l.loss_in_pipeline_split = true;
+  w.framework = Framework::Torchtitan;
+  CHECK_THROWS_WITH_AS(validate_layout(m, l, w, 512), doctest::Contains("Megatron's"), LayoutError);
 }

@@ -60,7 +60,7 @@ TEST_CASE("torchtitan's Interleaved 1F1B without a stage count: two stages per r
   const ValidationReport rep = run(
       "I1,pytorch/torchtitan benchmarks · Table 5: Interleaved 1F1B,30,4096,14336,32,8,128256,8192,,,,h100-sxm-80g,32,8,8,1,4,1,1,1,0,3,8,,full,bf16,,,,100,,,\n"
       "I2,pytorch/torchtitan benchmarks · Table 5: 1F1B,30,4096,14336,32,8,128256,8192,,,,h100-sxm-80g,32,8,8,1,4,1,1,1,0,3,8,,full,bf16,,,,100,,,\n"
-      "I3,NVIDIA/Megatron-LM README · Interleaved 1F1B,30,4096,14336,32,8,128256,8192,,,,h100-sxm-80g,32,8,8,1,4,2,1,1,0,1,1,64,full,bf16,,,,100,,,\n");
+      "I3,NVIDIA/Megatron-LM README · Interleaved 1F1B,29,4096,14336,32,8,128256,8192,,,,h100-sxm-80g,32,8,8,1,4,2,1,1,0,1,1,64,full,bf16,,,,100,,,\n");
   REQUIRE(rep.rows.size() == 3);
   const RowResult& interleaved = rep.rows[0];
   REQUIRE_MESSAGE(interleaved.scored, interleaved.skip_reason);
@@ -73,9 +73,28 @@ TEST_CASE("torchtitan's Interleaved 1F1B without a stage count: two stages per r
   CHECK_FALSE(filled(plain, "vpp"));
   // The interleaved row holds more micro-batches in flight and has the smaller bubble.
   CHECK(interleaved.predicted.at("tokens_per_gpu_s") > plain.predicted.at("tokens_per_gpu_s"));
-  // Megatron's uneven virtual stages stay an impossible layout, by name.
+  // Megatron's uneven virtual stages (29 layers: no split, with or without the embedding and the
+  // loss counted, gives 8 equal ones) stay an impossible layout, by name.
   CHECK_FALSE(rep.rows[2].scored);
   CHECK(rep.rows[2].skip_reason.find("vpp divides layers per stage") != std::string::npos);
+}
+
+TEST_CASE("Megatron's virtual pipeline that the layers do not divide: the embedding and the loss in the split") {
+  // 30 layers on pp 4 x vpp 2 = 8 virtual stages: only 32 units (with the embedding and the loss)
+  // divide, which is how Megatron runs it. 32 layers divide evenly and need no accounting.
+  const ValidationReport rep = run(
+      "A1,NVIDIA/Megatron-Bridge recipe,30,4096,14336,32,8,128256,4096,,,,h100-sxm-80g,32,8,8,1,4,2,1,1,0,1,1,64,none,bf16,,500,,,,,\n"
+      "A2,NVIDIA/Megatron-Bridge recipe,32,4096,14336,32,8,128256,4096,,,,h100-sxm-80g,32,8,8,1,4,2,1,1,0,1,1,64,none,bf16,,500,,,,,\n"
+      "A3,NVIDIA/Megatron-Bridge recipe,29,4096,14336,32,8,128256,4096,,,,h100-sxm-80g,32,8,8,1,4,2,1,1,0,1,1,64,none,bf16,,500,,,,,\n");
+  REQUIRE(rep.rows.size() == 3);
+  REQUIRE_MESSAGE(rep.rows[0].scored, rep.rows[0].skip_reason);
+  CHECK(rep.rows[0].scenario.layout.embedding_in_pipeline_split);
+  CHECK(rep.rows[0].scenario.layout.loss_in_pipeline_split);
+  CHECK(filled(rep.rows[0], "pipeline_split"));
+  REQUIRE_MESSAGE(rep.rows[1].scored, rep.rows[1].skip_reason);
+  CHECK_FALSE(rep.rows[1].scenario.layout.accounts_pipeline_split());
+  CHECK_FALSE(filled(rep.rows[1], "pipeline_split"));
+  CHECK_FALSE(rep.rows[2].scored);  // 29 + 2 divide into 8 neither way
 }
 
 TEST_CASE("unstated dense FFN is 4 x hidden; unstated layouts and impossible batches are skipped, by name") {

@@ -46,6 +46,10 @@ void ScenarioFlags::add_to(CLI::App& app, bool with_layout) {
   app.add_option("--schedule", schedule, "1f1b | interleaved | gpipe | zero-bubble (default 1f1b; interleaved when vpp > 1)");
   app.add_option("--first-stage-layers", first_stage_layers, "layers on the first pipeline stage (uneven pipelines)");
   app.add_option("--last-stage-layers", last_stage_layers, "layers on the last pipeline stage (uneven pipelines)");
+  app.add_flag("--account-for-embedding-in-pipeline-split", embedding_in_split,
+               "the embedding takes a layer's place in the first virtual stage (Megatron's flag)");
+  app.add_flag("--account-for-loss-in-pipeline-split", loss_in_split,
+               "the loss takes a layer's place in the last virtual stage (Megatron's flag)");
 }
 
 std::string ScenarioFlags::origin() const {
@@ -141,6 +145,8 @@ Scenario ScenarioFlags::resolve(bool with_layout) const {
     if (!schedule.empty()) l.schedule = parse_schedule(schedule);
     if (first_stage_layers) l.first_stage_layers = *first_stage_layers;
     if (last_stage_layers) l.last_stage_layers = *last_stage_layers;
+    if (embedding_in_split) l.embedding_in_pipeline_split = true;
+    if (loss_in_split) l.loss_in_pipeline_split = true;
   }
   if (gpus) s.gpus = *gpus;
   else if (!have_base) s.gpus = l.tp * l.pp * l.cp;

@@ -16,6 +16,7 @@ struct ScenarioFlags {
   std::optional<int> gpus, gpus_per_node, tp, pp, vpp, cp, ep, etp, zero, first_stage_layers, last_stage_layers;
   std::optional<long long> seq, global_batch, micro_batch;
   bool sp = false, no_sp = false, tp_overlap = false, no_flash_attention = false, fp8_activation_input_store = false;
+  bool embedding_in_split = false, loss_in_split = false;
 
   // with_layout: add the layout flags (predict, simulate); plan has its own search flags.
   void add_to(CLI::App& app, bool with_layout);
