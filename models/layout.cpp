@@ -68,6 +68,9 @@ void validate_layout(const ModelSpec& m, const Layout& l, const Workload& w, int
     need(l.ep == 1 && l.etp == 1, "ep and etp are 1 for a dense model", "ep=" + s(l.ep) + ", etp=" + s(l.etp));
   }
   need(l.pp <= m.layers, "pp at most the layers", "pp=" + s(l.pp) + ", layers=" + s(m.layers));
+  need(w.mtp_layers >= 0, "mtp layers not negative", s(w.mtp_layers));
+  need(w.mtp_layers == 0 || w.framework == Framework::Megatron, "multi-token prediction is Megatron's",
+       "--mtp-num-layers with framework " + to_string(w.framework));
   if (w.fp8_activation_input_store) {
     need(w.framework == Framework::Megatron, "the activation's fp8 input store is Megatron's",
          "--activation-func-fp8-input-store with framework " + to_string(w.framework));

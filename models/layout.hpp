@@ -124,6 +124,11 @@ struct Workload {
   // backward (dense and expert MLPs); DeepSeek-V3 caches the MoE SwiGLU inputs so (its report,
   // section 3.3.4).
   bool fp8_activation_input_store = false;
+  // Multi-token prediction depths trained with the model (Megatron's --mtp-num-layers; DeepSeek-V3
+  // trains one, its report section 2.2): each adds, on the last pipeline stage, an embedding of the
+  // shifted tokens, two norms, a 2h -> h projection, one transformer layer, the shared output head
+  // and its loss.
+  int mtp_layers = 0;
 };
 
 // Micro-batches per pipeline per step (gradient accumulation steps).

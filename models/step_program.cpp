@@ -512,6 +512,51 @@ LayerProgram make_layer(const ModelSpec& m, const Layout& l, const Workload& w, 
   return lp;
 }
 
+// Megatron-Core's multi-token prediction block on the last stage, once per depth: the embedding
+// of the tokens one further ahead (the last stage keeps a copy of the word embedding unless it
+// also holds the first), enorm and hnorm, the 2h -> h projection, a transformer layer like the
+// model's last, the final norm, the shared output head and its cross-entropy. The layer keeps what
+// the recompute policy keeps of any layer and re-runs what it re-runs.
+void add_mtp(StageProgram& st, const ModelSpec& m, const Layout& l, const Workload& w, const Dims& d,
+             const StepProgram& prog) {
+  if (w.mtp_layers <= 0) return;
+  const Count T = d.tokens, Ts = d.sp_tokens, h = d.h, a = d.act;
+  const Count vocab_rank = (m.vocab + l.tp - 1) / l.tp;
+  const Count norm_params = m.norm == NormKind::LayerNorm ? 2 * h : h;
+  const LayerProgram& layer = m.moe.enabled() && m.is_moe_layer(m.layers - 1) ? prog.moe_layer : prog.dense_layer;
+  if (!st.first) st.dense_params += vocab_rank * h;  // the embedding copy
+  for (int depth = 0; depth < w.mtp_layers; ++depth) {
+    std::vector<Op> head;  // what runs before and after the layer, priced and saved like the main head
+    head.push_back(memory("mtp_embedding", OpClass::Embedding, Bytes(2 * T * h * a)));
+    tp_exit(head, d, "mtp_embed_allreduce", "mtp_embed_reducescatter");
+    head.push_back(with_saved(memory("mtp_norms", OpClass::Norm, Bytes(4 * Ts * h * a)), Bytes(2 * Ts * h * a)));
+    tp_enter(head, d, "mtp_proj_allgather");
+    head.push_back(with_saved(gemm("mtp_proj", OpClass::Gemm, T, h / d.tp, 2 * h), Bytes(d.gemm_input_tokens * 2 * h * d.gemm_input)));
+    tp_exit(head, d, "mtp_proj_allreduce", "mtp_proj_reducescatter");
+    std::vector<Op> tail;
+    tail.push_back(with_saved(memory("mtp_final_norm", OpClass::Norm, Bytes(2 * Ts * h * a)), Bytes(Ts * h * a)));
+    tp_enter(tail, d, "mtp_head_allgather");
+    tail.push_back(with_saved(gemm("mtp_lm_head", OpClass::Gemm, T, vocab_rank, h), Bytes(d.gemm_input_tokens * h * a)));
+    tail.push_back(with_saved(memory("mtp_cross_entropy", OpClass::Loss, Bytes(T * vocab_rank * (a + 36))), Bytes(T * vocab_rank * 4)));
+    if (l.tp > 1) tail.push_back(collective("mtp_loss_allreduce", Group::TP, Collective::AllReduce, Bytes(3 * T * 4), l.tp));
+    for (const Op& op : head) st.post_forward.push_back(op), st.post_saved += op.saved;
+    for (Op op : layer.forward) {
+      op.saved = 0;  // the policy's total is added below
+      st.post_forward.push_back(op);
+    }
+    st.post_saved += layer.saved;
+    for (const Op& op : tail) st.post_forward.push_back(op), st.post_saved += op.saved;
+    // Backward: the tail, the layer (its re-run forward included), the head.
+    std::vector<Op> backward;
+    for (auto it = tail.rbegin(); it != tail.rend(); ++it) add_backward(backward, *it);
+    backward.insert(backward.end(), layer.backward.begin(), layer.backward.end());
+    for (auto it = head.rbegin(); it != head.rend(); ++it) add_backward(backward, *it);
+    st.post_backward.insert(st.post_backward.begin(), backward.begin(), backward.end());
+    st.dense_params += layer.dense_params + h * 2 * h / l.tp + 3 * norm_params;
+    st.expert_params += layer.expert_params;
+  }
+}
+
 }  // namespace
 
 StepProgram expand_step_program(const ModelSpec& m, const Layout& l, const Workload& w) {
@@ -565,6 +610,7 @@ StepProgram expand_step_program(const ModelSpec& m, const Layout& l, const Workl
     for (const Op& op : st.post_forward) st.post_saved += op.saved;
     for (auto it = st.pre_forward.rbegin(); it != st.pre_forward.rend(); ++it) add_backward(st.pre_backward, *it);
     for (auto it = st.post_forward.rbegin(); it != st.post_forward.rend(); ++it) add_backward(st.post_backward, *it);
+    if (st.last) add_mtp(st, m, l, w, d, prog);
     // Megatron sends the SP-sharded activation between stages (scatter-gather optimisation).
     st.pp_send = collective("pp_send", Group::PP, Collective::SendRecv, Bytes((l.sp ? Ts : T) * h * a), 2);
     prog.stages.push_back(std::move(st));

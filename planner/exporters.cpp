@@ -36,19 +36,31 @@ std::string to_string(ExportFormat f) {
   return "?";
 }
 
+// Megatron's --moe-layer-freq as a Python list expression: runs of dense (0) and MoE (1) layers,
+// e.g. "[0]*3+[1]*58" for DeepSeek-V3.
+std::string moe_layer_pattern(const ModelSpec& m) {
+  std::string out;
+  int run = 0;
+  for (int i = 0; i < m.layers; ++i) {
+    ++run;
+    if (i + 1 == m.layers || m.is_moe_layer(i + 1) != m.is_moe_layer(i)) {
+      out += (out.empty() ? "" : "+") + std::string(m.is_moe_layer(i) ? "[1]*" : "[0]*") + std::to_string(run);
+      run = 0;
+    }
+  }
+  return out;
+}
+
 // Flag names as megatron/training/arguments.py defines them (Megatron-LM core_r0.12).
 std::string export_megatron(const Scenario& s) {
   const Layout& l = s.layout;
   const ModelSpec& m = s.model;
-  if (l.zero >= 2)
-    refuse("Megatron-LM", "ZeRO-" + std::to_string(l.zero) +
-                              ": --use-distributed-optimizer shards only the optimizer state and master weights "
-                              "(ZeRO-1); the full gradient buffer stays");
   if (l.schedule == Schedule::GPipe) refuse("Megatron-LM", "GPipe schedule (Megatron runs 1F1B or interleaved 1F1B)");
   if (l.schedule == Schedule::ZeroBubble) refuse("Megatron-LM", "zero-bubble schedule (not in Megatron-LM's schedules.py)");
   if (l.dp_overlap == DpOverlap::PerLayer)
     refuse("Megatron-LM", "per-layer gradient all-reduce (Megatron reduces in buckets: use dp_overlap bucketed)");
-  if (m.mla.enabled) refuse("Megatron-LM", "MLA attention needs a Megatron model config this export does not write");
+  if (m.parallel_residual)
+    refuse("Megatron-LM", "GPT-NeoX's parallel residual (attention and MLP on the same input) is not a Megatron-LM option");
   std::ostringstream o;
   auto flag = [&](const std::string& name, const std::string& value = "") {
     o << "  " << name;
@@ -56,25 +68,62 @@ std::string export_megatron(const Scenario& s) {
     o << " \\\n";
   };
   const auto n = [](auto v) { return std::to_string(v); };
-  o << "# Megatron-LM flags for " << m.name << " on " << s.gpus << " GPUs (sixfold plan)\n";
+  o << "# Megatron-LM flags for " << m.name << " on " << s.gpus << " GPUs (sixfold plan); vocabulary " << m.vocab
+    << " from your tokenizer\n";
   flag("--num-layers", n(m.layers));
   flag("--hidden-size", n(m.hidden));
   flag("--ffn-hidden-size", n(m.ffn));
   flag("--num-attention-heads", n(m.heads));
-  if (m.kv_heads != m.heads) {
-    flag("--group-query-attention");
-    flag("--num-query-groups", n(m.kv_heads));
+  if (m.mla.enabled) {
+    flag("--multi-latent-attention");
+    if (m.mla.q_lora_rank > 0) flag("--q-lora-rank", n(m.mla.q_lora_rank));
+    flag("--kv-lora-rank", n(m.mla.kv_lora_rank));
+    flag("--qk-head-dim", n(m.mla.qk_nope_head_dim));
+    flag("--qk-pos-emb-head-dim", n(m.mla.qk_rope_head_dim));
+    flag("--v-head-dim", n(m.mla.v_head_dim));
+  } else {
+    if (m.kv_heads != m.heads) {
+      flag("--group-query-attention");
+      flag("--num-query-groups", n(m.kv_heads));
+    }
+    if (m.head_dim > 0 && Count(m.head_dim) * m.heads != m.hidden) flag("--kv-channels", n(m.head_dim));
+  }
+  if (m.qk_norm) flag("--qk-layernorm");
+  // Megatron's linears have biases and its layers dropout 0.1 unless told otherwise.
+  if (!m.linear_bias) {
+    flag("--disable-bias-linear");
+    if (m.qkv_bias) flag("--add-qkv-bias");
+  }
+  if (!m.dropout) {
+    flag("--attention-dropout", "0");
+    flag("--hidden-dropout", "0");
   }
   flag("--seq-length", n(s.work.seq));
   flag("--max-position-embeddings", n(std::max<Count>(s.work.seq, m.max_seq)));
   if (m.norm == NormKind::RMSNorm) flag("--normalization", "RMSNorm");
   if (m.activation == Activation::SwiGLU) flag("--swiglu");
-  if (m.rotary_fraction > 0 && !m.learned_positions) flag("--position-embedding-type", "rope");
+  if (m.rotary_fraction > 0 && !m.learned_positions) {
+    flag("--position-embedding-type", "rope");
+    // MLA ropes only its qk-pos-emb part, which --qk-pos-emb-head-dim already says.
+    if (m.rotary_fraction < 1 && !m.mla.enabled) flag("--rotary-percent", std::to_string(m.rotary_fraction).substr(0, 4));
+  }
   if (!m.tied_embeddings) flag("--untie-embeddings-and-output-weights");
   if (m.moe.enabled()) {
     flag("--num-experts", n(m.moe.num_experts));
     flag("--moe-router-topk", n(m.moe.top_k));
     flag("--moe-ffn-hidden-size", n(m.moe.expert_ffn));
+    if (m.moe.first_k_dense > 0 || m.moe.layer_frequency > 1) flag("--moe-layer-freq", "'" + moe_layer_pattern(m) + "'");
+    if (m.moe.shared_experts > 0)
+      flag("--moe-shared-expert-intermediate-size",
+           n(Count(m.moe.shared_experts) * (m.moe.shared_expert_ffn > 0 ? m.moe.shared_expert_ffn : m.moe.expert_ffn)));
+    if (m.moe.router_bias) {
+      flag("--moe-router-score-function", "sigmoid");
+      flag("--moe-router-enable-expert-bias");
+    }
+    if (m.moe.capacity_factor > 0) flag("--moe-expert-capacity-factor", std::to_string(m.moe.capacity_factor).substr(0, 4));
+    // sixfold prices batched expert GEMMs and an all-to-all dispatch.
+    flag("--moe-grouped-gemm");
+    flag("--moe-token-dispatcher-type", "alltoall");
   }
   flag("--tensor-model-parallel-size", n(l.tp));
   flag("--pipeline-model-parallel-size", n(l.pp));
@@ -102,6 +151,16 @@ std::string export_megatron(const Scenario& s) {
     flag("--use-distributed-optimizer");
     if (l.dp_overlap == DpOverlap::Bucketed) flag("--overlap-param-gather");
   }
+  if (l.zero >= 2) {
+    // ZeRO-2/3 are Megatron-FSDP's sharding strategies (its user guide's required flags); the
+    // distributed optimizer alone keeps the full gradient buffer.
+    flag("--use-megatron-fsdp");
+    flag("--data-parallel-sharding-strategy", l.zero == 2 ? "optim_grads" : "optim_grads_params");
+    flag("--no-gradient-accumulation-fusion");
+    flag("--use-distributed-optimizer");
+    flag("--ckpt-format", "fsdp_dtensor");
+    if (l.dp_overlap == DpOverlap::Bucketed) flag("--overlap-param-gather");
+  }
   if (l.dp_overlap == DpOverlap::Bucketed) {
     flag("--overlap-grad-reduce");
     if (l.bucket_bytes > 0)  // otherwise Megatron's own default, which sixfold prices
@@ -124,6 +183,7 @@ std::string export_megatron(const Scenario& s) {
   }
   if (s.work.flash_attention) flag("--use-flash-attn");
   if (s.work.fp8_activation_input_store) flag("--activation-func-fp8-input-store");
+  if (s.work.mtp_layers > 0) flag("--mtp-num-layers", n(s.work.mtp_layers));
   if (s.work.bf16_adam_moments) {
     flag("--use-precision-aware-optimizer");
     flag("--exp-avg-dtype", "bf16");
@@ -159,6 +219,7 @@ std::string export_deepspeed(const Scenario& s) {
   if (s.work.dtype == Dtype::FP8) refuse("DeepSpeed", "fp8 (needs TransformerEngine in the model code)");
   if (s.work.bf16_adam_moments) refuse("DeepSpeed", "bf16 Adam moments (DeepSpeed's Adam keeps them in fp32)");
   if (s.work.fp8_activation_input_store) refuse("DeepSpeed", "the SwiGLU's fp8 input store (Megatron's --activation-func-fp8-input-store)");
+  if (s.work.mtp_layers > 0) refuse("DeepSpeed", "multi-token prediction (Megatron's --mtp-num-layers)");
   nlohmann::ordered_json j;
   j["train_batch_size"] = s.work.global_batch;
   j["train_micro_batch_size_per_gpu"] = l.micro_batch;
@@ -199,6 +260,7 @@ std::string export_torchtitan(const Scenario& s) {
     refuse("torchtitan", "expert tensor parallel size other than 1 or tp");
   if (s.work.bf16_adam_moments) refuse("torchtitan", "bf16 Adam moments (torch.optim.AdamW keeps them in the parameters' fp32)");
   if (s.work.fp8_activation_input_store) refuse("torchtitan", "the SwiGLU's fp8 input store (Megatron's --activation-func-fp8-input-store)");
+  if (s.work.mtp_layers > 0) refuse("torchtitan", "multi-token prediction (Megatron's --mtp-num-layers)");
   std::ostringstream o;
   o << "# torchtitan job config for " << s.model.name << " on " << s.gpus << " GPUs (sixfold plan)\n";
   o << "[parallelism]\n";

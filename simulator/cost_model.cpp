@@ -26,7 +26,17 @@ StepFlops step_flops(const ModelSpec& m, const Workload& w, Recompute recompute)
                         2.0 * norm * m.layers + double(m.vocab) * double(m.hidden);
   const double attention_per_seq =
       2.0 * double(w.seq) * double(w.seq) * m.heads * double(m.q_head_dim() + m.v_head_dim()) * m.layers;
-  const double forward = 2.0 * tokens * matmul + double(w.global_batch) * attention_per_seq;
+  double forward = 2.0 * tokens * matmul + double(w.global_batch) * attention_per_seq;
+  // Each multi-token-prediction depth: a layer like the last (its norms excluded), the 2h -> h
+  // projection and the output head again, and one layer's attention.
+  if (w.mtp_layers > 0) {
+    const bool moe_last = m.moe.enabled() && m.is_moe_layer(m.layers - 1);
+    const double layer = double(pc.attention_per_layer) + double(moe_last ? pc.moe_per_layer_active : pc.dense_mlp_per_layer) -
+                         2.0 * norm;
+    const double per_depth = 2.0 * tokens * (layer + 2.0 * m.hidden * double(m.hidden) + double(m.vocab) * double(m.hidden)) +
+                             double(w.global_batch) * attention_per_seq / m.layers;
+    forward += w.mtp_layers * per_depth;
+  }
   StepFlops f;
   f.model = 3.0 * forward;
   f.hardware = f.model;

@@ -85,7 +85,7 @@ Workload parse_workload(const YamlDoc& doc, const YAML::Node& n) {
   if (!n) yaml_field_error(doc, doc.root, "workload", "missing (seq, global_batch, dtype)");
   reject_unknown_fields(doc, n, "workload",
                         {"seq", "global_batch", "dtype", "flash_attention", "framework", "adam_moments",
-                         "activation_func_fp8_input_store"});
+                         "activation_func_fp8_input_store", "mtp_num_layers"});
   w.seq = required<Count>(doc, n, "seq");
   w.global_batch = required<Count>(doc, n, "global_batch");
   w.dtype = parse_enum_field(doc, n, "dtype", Dtype::BF16, &parse_dtype);
@@ -93,6 +93,8 @@ Workload parse_workload(const YamlDoc& doc, const YAML::Node& n) {
   w.framework = parse_enum_field(doc, n, "framework", Framework::Megatron, &parse_framework);
   w.bf16_adam_moments = parse_enum_field(doc, n, "adam_moments", false, &parse_adam_moments);
   w.fp8_activation_input_store = optional<bool>(doc, n, "activation_func_fp8_input_store", false);
+  w.mtp_layers = optional<int>(doc, n, "mtp_num_layers", 0);
+  if (w.mtp_layers < 0) yaml_field_error(doc, n["mtp_num_layers"], "mtp_num_layers", "must not be negative");
   if (w.seq <= 0) yaml_field_error(doc, n["seq"], "seq", "must be positive");
   if (w.global_batch <= 0) yaml_field_error(doc, n["global_batch"], "global_batch", "must be positive");
   return w;
@@ -237,6 +239,7 @@ void emit_workload(YAML::Emitter& o, const Workload& w) {
   o << YAML::Key << "framework" << YAML::Value << to_string(w.framework);
   if (w.bf16_adam_moments) o << YAML::Key << "adam_moments" << YAML::Value << "bf16";
   if (w.fp8_activation_input_store) o << YAML::Key << "activation_func_fp8_input_store" << YAML::Value << true;
+  if (w.mtp_layers > 0) o << YAML::Key << "mtp_num_layers" << YAML::Value << w.mtp_layers;
   o << YAML::EndMap;
 }
 

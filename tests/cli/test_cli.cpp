@@ -331,3 +331,19 @@ TEST_CASE("plan --framework torchtitan recommends what torchtitan can run (no Ze
   CHECK((layout["zero"] == 0 || layout["zero"] == 3));
   CHECK_FALSE((layout["schedule"] == "zero-bubble" && layout["vpp"] == 1));
 }
+
+TEST_CASE("--mtp-num-layers: exported as Megatron's flag, negative is a usage error, a plan file keeps it") {
+  const std::string out = write_temp("mtp.sh", "");
+  Result r = run_sixfold("plan --model deepseek-v3 --hardware h800-sxm-80g --gpus 256 --seq 4096 --global-batch 512 --dtype fp8 "
+                         "--mtp-num-layers 1 --export " + out + " --export-format megatron");
+  REQUIRE(r.code == 0);
+  CHECK(contains(read_file(out), "--mtp-num-layers 1"));
+  r = run_sixfold("predict --model deepseek-v3 --hardware h800-sxm-80g --gpus 256 --ep 8 --mtp-num-layers -1");
+  CHECK(r.code == 2);
+  CHECK(contains(r.output, "--mtp-num-layers must not be negative"));
+  const std::string plan = write_temp("mtp-plan.yaml", "");
+  r = run_sixfold("plan --model deepseek-v3 --hardware h800-sxm-80g --gpus 256 --seq 4096 --global-batch 512 --dtype fp8 "
+                  "--mtp-num-layers 1 --export " + plan);
+  REQUIRE(r.code == 0);
+  CHECK(contains(read_file(plan), "mtp_num_layers: 1"));
+}

@@ -67,7 +67,17 @@ TEST_CASE("Megatron-LM flags are names megatron/training/arguments.py defines") 
       "--recompute-method", "--recompute-num-layers", "--use-flash-attn", "--micro-batch-size",
       "--global-batch-size", "--bf16", "--fp16", "--fp8-format",
       // _add_training_args (--recompute-modules) and _add_optimizer_args (precision-aware optimizer)
-      "--recompute-modules", "--use-precision-aware-optimizer", "--exp-avg-dtype", "--exp-avg-sq-dtype"};
+      "--recompute-modules", "--use-precision-aware-optimizer", "--exp-avg-dtype", "--exp-avg-sq-dtype",
+      // _add_network_size_args (biases, dropout, head width, QK norm, rotary share, MLA) and
+      // _add_moe_args, _add_distributed_args (pipeline split, Megatron-FSDP), _add_checkpointing_args
+      "--disable-bias-linear", "--add-qkv-bias", "--attention-dropout", "--hidden-dropout", "--kv-channels",
+      "--qk-layernorm", "--rotary-percent", "--multi-latent-attention", "--q-lora-rank", "--kv-lora-rank",
+      "--qk-head-dim", "--qk-pos-emb-head-dim", "--v-head-dim", "--moe-layer-freq",
+      "--moe-shared-expert-intermediate-size", "--moe-router-score-function", "--moe-router-enable-expert-bias",
+      "--moe-expert-capacity-factor", "--moe-grouped-gemm", "--moe-token-dispatcher-type",
+      "--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split",
+      "--num-virtual-stages-per-pipeline-rank", "--mtp-num-layers", "--activation-func-fp8-input-store",
+      "--use-megatron-fsdp", "--data-parallel-sharding-strategy", "--no-gradient-accumulation-fusion", "--ckpt-format"};
   Scenario s = llama_scenario();
   s.layout.dp_overlap = DpOverlap::Bucketed;
   const std::string text = export_megatron(s);
@@ -94,8 +104,30 @@ TEST_CASE("Megatron-LM flags are names megatron/training/arguments.py defines") 
   CHECK(text.find("--tensor-model-parallel-size 8") != std::string::npos);
   CHECK(text.find("--num-layers-per-virtual-pipeline-stage 4") != std::string::npos);  // 80 / 4 stages / vpp 5
   CHECK(text.find("--recompute-method uniform") != std::string::npos);
+  // DeepSeek-V3: every architecture field it was priced with, in Megatron's names.
+  Scenario ds = s;
+  ds.model = load_model("deepseek-v3");
+  ds.layout = Layout{};
+  ds.layout.pp = 4; ds.layout.ep = 8; ds.layout.dp = 16; ds.layout.zero = 1;
+  ds.gpus = 64;
+  ds.work.mtp_layers = 1;
+  const std::string dtext = export_megatron(ds);
+  std::istringstream in3(dtext);
+  while (in3 >> word)
+    if (word.rfind("--", 0) == 0) CHECK_MESSAGE(known.count(word) == 1, word);
+  for (const char* expect : {"--multi-latent-attention", "--q-lora-rank 1536", "--kv-lora-rank 512", "--qk-head-dim 128",
+                             "--qk-pos-emb-head-dim 64", "--v-head-dim 128", "--moe-layer-freq '[0]*3+[1]*58'",
+                             "--moe-shared-expert-intermediate-size 2048", "--moe-router-enable-expert-bias",
+                             "--mtp-num-layers 1", "--disable-bias-linear", "--hidden-dropout 0"})
+    CHECK_MESSAGE(dtext.find(expect) != std::string::npos, expect);
+  CHECK(dtext.find("--rotary-percent") == std::string::npos);  // MLA ropes its own part
+  // ZeRO-3 is Megatron-FSDP's optim_grads_params; ZeRO-2 its optim_grads.
   s.layout.zero = 3;
-  CHECK_THROWS_AS(export_megatron(s), UsageError);
+  const std::string fsdp = export_megatron(s);
+  CHECK(fsdp.find("--use-megatron-fsdp") != std::string::npos);
+  CHECK(fsdp.find("--data-parallel-sharding-strategy optim_grads_params") != std::string::npos);
+  s.layout.zero = 2;
+  CHECK(export_megatron(s).find("--data-parallel-sharding-strategy optim_grads ") != std::string::npos);
   s.layout.zero = 1;
   s.layout.schedule = Schedule::ZeroBubble;
   s.layout.vpp = 1;

@@ -22,6 +22,7 @@ void ScenarioFlags::add_to(CLI::App& app, bool with_layout) {
                  "fp32 (default) | bf16: Adam's moments in bf16 (Megatron-Core's precision-aware optimizer)");
   app.add_flag("--activation-func-fp8-input-store", fp8_activation_input_store,
                "keep the SwiGLU's input in fp8 for the backward (Megatron's flag of that name)");
+  app.add_option("--mtp-num-layers", mtp_layers, "multi-token prediction depths trained on the last stage (Megatron's flag; DeepSeek-V3: 1)");
   app.add_option("--framework", framework,
                  "megatron | deepspeed | deepspeed-legacy | torchtitan: whose loss, ZeRO-3 gathers and overlap to price (default megatron)");
   if (!with_layout) return;
@@ -110,6 +111,10 @@ Scenario ScenarioFlags::resolve(bool with_layout) const {
   if (!framework.empty()) s.work.framework = parse_framework(framework);
   if (!adam_moments.empty()) s.work.bf16_adam_moments = parse_adam_moments(adam_moments);
   if (fp8_activation_input_store) s.work.fp8_activation_input_store = true;
+  if (mtp_layers) {
+    if (*mtp_layers < 0) throw UsageError("--mtp-num-layers must not be negative");
+    s.work.mtp_layers = *mtp_layers;
+  }
   if (s.work.seq <= 0) throw UsageError("--seq (workload.seq) must be positive" + origin());
 
   Layout& l = s.layout;
