@@ -39,6 +39,9 @@ StepFlops step_flops(const ModelSpec& m, const Workload& w, Recompute recompute)
   }
   StepFlops f;
   f.model = 3.0 * forward;
+  double attention = double(w.global_batch) * attention_per_seq;
+  if (w.mtp_layers > 0) attention += w.mtp_layers * double(w.global_batch) * attention_per_seq / m.layers;
+  f.causal_model = f.model - 3.0 * attention / 2;
   f.hardware = f.model;
   if (recompute == Recompute::Full) f.hardware += forward;
   else if (recompute == Recompute::Selective) f.hardware += double(w.global_batch) * attention_per_seq;

@@ -61,6 +61,10 @@ struct Prediction {
 struct StepFlops {
   Flops model = 0;
   Flops hardware = 0;
+  // Model FLOPs counting causal attention at half its score and value FLOPs, the convention of
+  // NeMo 2 / Megatron-Bridge's flops calculators (causal_self_attn); `model` counts them whole, as
+  // Megatron-LM's num_floating_point_operations and Narayanan et al. do.
+  Flops causal_model = 0;
 };
 StepFlops step_flops(const ModelSpec& model, const Workload& work, Recompute recompute);
 

@@ -322,10 +322,23 @@ ValidationReport validate_runs(const CsvTable& t, const ValidationOptions& opt) 
       row.scenario = s;
       row.predicted_to_fit = best_fits;
       const Prediction& p = *best;
+      // Model FLOPs in the source's own count: Megatron-Bridge's performance tables and Megatron-LM
+      // since 2025 count causal attention at half (causal_self_attn; training.py's "seq_length / 2
+      // # causal mask"), which their TFLOP/s over tokens/s shows per token (L8, L9); Megatron-LM of
+      // 2024 and earlier, NeMo 1 and the papers count it whole (M1, M5, M6 match that).
+      double model_flops_scale = 1;
+      const std::string src = t.field(r, "source");
+      const bool new_megatron = src.find("Megatron-LM") != std::string::npos &&
+                                (src.find("2025") != std::string::npos || src.find("2026") != std::string::npos);
+      if (src.find("Megatron-Bridge") != std::string::npos || new_megatron) {
+        const StepFlops f = step_flops(s.model, s.work, best_layout.recompute);
+        model_flops_scale = f.causal_model / f.model;
+        row.filled.push_back("model_flops=causal-halved");
+      }
       const std::map<std::string, double> predicted = {{"iter_s", p.step_time},
                                                        {"tflops_hw", p.tflops_hw_per_gpu},
-                                                       {"tflops_model", p.tflops_model_per_gpu},
-                                                       {"mfu_pct", 100 * p.mfu},
+                                                       {"tflops_model", p.tflops_model_per_gpu * model_flops_scale},
+                                                       {"mfu_pct", 100 * p.mfu * model_flops_scale},
                                                        {"tokens_per_gpu_s", p.tokens_per_s_per_gpu},
                                                        {"peak_mem_gib", p.peak_memory / kGiB}};
       for (const auto& metric : validation_metrics()) {

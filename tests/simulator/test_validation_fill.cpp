@@ -6,6 +6,7 @@
 #include <string>
 
 #include "common/csv.hpp"
+#include "simulator/cost_model.hpp"
 #include "simulator/validation.hpp"
 
 using namespace sixfold;
@@ -95,6 +96,25 @@ TEST_CASE("Megatron's virtual pipeline that the layers do not divide: the embedd
   CHECK_FALSE(rep.rows[1].scenario.layout.accounts_pipeline_split());
   CHECK_FALSE(filled(rep.rows[1], "pipeline_split"));
   CHECK_FALSE(rep.rows[2].scored);  // 29 + 2 divide into 8 neither way
+}
+
+TEST_CASE("model TFLOP/s in the source's count: Megatron-Bridge and 2025+ Megatron-LM halve causal attention") {
+  // The same run reported by three sources: only the FLOP convention differs, so the predicted
+  // TFLOP/s of the halving sources is lower by the attention's half share, and tokens/s is not.
+  const std::string row = ",32,4096,14336,32,8,128256,8192,,,,h100-sxm-80g,8,8,8,1,1,1,1,1,0,1,1,64,none,bf16,,700,,5000,,,\n";
+  const ValidationReport rep = run("C1,NVIDIA/Megatron-LM README (2024-07)" + row + "C2,NVIDIA-NeMo/Megatron-Bridge performance summary" + row +
+                                   "C3,NVIDIA/Megatron-LM dev branch recipes (2026)" + row);
+  REQUIRE(rep.rows.size() == 3);
+  for (const RowResult& r : rep.rows) REQUIRE_MESSAGE(r.scored, r.skip_reason);
+  const Scenario& s = rep.rows[0].scenario;
+  const StepFlops f = step_flops(s.model, s.work, s.layout.recompute);
+  CHECK(f.causal_model < f.model);
+  CHECK(rep.rows[1].predicted.at("tflops_model") ==
+        doctest::Approx(rep.rows[0].predicted.at("tflops_model") * f.causal_model / f.model));
+  CHECK(rep.rows[2].predicted.at("tflops_model") == doctest::Approx(rep.rows[1].predicted.at("tflops_model")));
+  CHECK(rep.rows[1].predicted.at("tokens_per_gpu_s") == doctest::Approx(rep.rows[0].predicted.at("tokens_per_gpu_s")));
+  CHECK_FALSE(filled(rep.rows[0], "model_flops"));
+  CHECK(filled(rep.rows[1], "model_flops"));
 }
 
 TEST_CASE("unstated dense FFN is 4 x hidden; unstated layouts and impossible batches are skipped, by name") {

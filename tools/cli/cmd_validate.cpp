@@ -98,6 +98,7 @@ struct ValidateCommand {
         {"framework", "read from the source and notes: torchtitan, or DeepSpeed; Megatron otherwise"},
         {"tp_overlap", "on, with sequence parallelism, where the notes say TP-comm overlap or Async TP"},
         {"pipeline_micro_batches", "torchtitan splits the stated local batch into one micro-batch per stage"},
+        {"model_flops", "the source's count: Megatron-Bridge halves causal attention's FLOPs"},
         {"vpp", "torchtitan's two stages per rank for an interleaved schedule whose stage count is unstated"},
         {"pipeline_split", "Megatron's embedding and loss in the pipeline split: the only way it runs a virtual pipeline the layers do not divide"},
         {"global_batch", "unstated for torchtitan: dp x the local batch, as it accumulates no gradients by default"},
