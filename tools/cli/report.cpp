@@ -27,6 +27,9 @@ std::string scenario_header(const Scenario& s) {
   return s.model.name + " on " + std::to_string(s.gpus) + " x " + s.hardware.name + " (" +
          std::to_string(s.hardware.gpus_per_node) + " per node), seq " + std::to_string(s.work.seq) +
          ", global batch " + std::to_string(s.work.global_batch) + ", " + to_string(s.work.dtype) +
+         (s.work.mtp_layers > 0 ? ", " + std::to_string(s.work.mtp_layers) + " MTP depth(s)" : "") +
+         (s.work.fp8_activation_input_store ? ", SwiGLU input stored in fp8" : "") +
+         (s.work.bf16_adam_moments ? ", bf16 Adam moments" : "") +
          (s.work.framework != Framework::Megatron ? ", as " + to_string(s.work.framework) + " runs it" : "");
 }
 
