@@ -41,6 +41,19 @@ nlohmann::ordered_json prediction_json(const Prediction& p) {
   return j;
 }
 
+nlohmann::ordered_json workload_json(const Workload& w) {
+  nlohmann::ordered_json j;
+  j["seq"] = w.seq;
+  j["global_batch"] = w.global_batch;
+  j["dtype"] = to_string(w.dtype);
+  j["flash_attention"] = w.flash_attention;
+  j["framework"] = to_string(w.framework);
+  j["adam_moments"] = w.bf16_adam_moments ? "bf16" : "fp32";
+  j["activation_func_fp8_input_store"] = w.fp8_activation_input_store;
+  j["mtp_num_layers"] = w.mtp_layers;
+  return j;
+}
+
 nlohmann::ordered_json layout_json(const Layout& l) {
   nlohmann::ordered_json j;
   j["dp"] = l.dp;

@@ -11,5 +11,7 @@ namespace sixfold {
 nlohmann::ordered_json prediction_summary_json(const Prediction& p);
 nlohmann::ordered_json prediction_json(const Prediction& p);
 nlohmann::ordered_json layout_json(const Layout& l);
+// The workload as the plan file names its fields (docs/plan-schema.md).
+nlohmann::ordered_json workload_json(const Workload& w);
 
 }  // namespace sixfold

@@ -49,6 +49,9 @@ TEST_CASE("predict prints the breakdowns and the documented JSON") {
   CHECK(j["memory"].contains("weights"));
   CHECK(j["time"].contains("compute"));
   CHECK(j["framework"] == "megatron");
+  CHECK(j["workload"]["seq"] == 4096);
+  CHECK(j["workload"]["global_batch"] == 64);
+  CHECK(j["workload"]["dtype"] == "bf16");
 }
 
 TEST_CASE("unknown model or hardware: usage error listing the names") {

@@ -166,6 +166,7 @@ struct PlanCommand {
       out["hardware"] = s.hardware.name;
       out["gpus"] = s.gpus;
       out["framework"] = to_string(s.work.framework);
+      out["workload"] = workload_json(s.work);
       out["memory_budget_bytes"] = res.budget;
       out["refined"] = res.refined;
       nlohmann::ordered_json rec;

@@ -25,7 +25,8 @@ struct PredictCommand {
       out["hardware"] = s.hardware.name;
       out["gpus"] = s.gpus;
       out["framework"] = to_string(s.work.framework);
-      out["layout"] = layout_json(s.layout);
+      out["workload"] = workload_json(s.work);
+    out["layout"] = layout_json(s.layout);
       for (auto& [k, v] : j.items()) out[k] = v;
       std::cout << out.dump(2) << "\n";
       return 0;

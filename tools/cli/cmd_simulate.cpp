@@ -24,6 +24,7 @@ struct SimulateCommand {
     out["hardware"] = s.hardware.name;
     out["gpus"] = s.gpus;
     out["framework"] = to_string(s.work.framework);
+    out["workload"] = workload_json(s.work);
     out["layout"] = layout_json(s.layout);
     out["simulated"] = true;
     const nlohmann::ordered_json predicted = prediction_json(r.prediction);
