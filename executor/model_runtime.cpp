@@ -51,6 +51,8 @@ ModelRuntime<T>::ModelRuntime(const ModelSpec& model, const Layout& layout, cons
   require(model.ffn % layout.tp == 0 || model.moe.enabled(), "tp must divide ffn");
   require(layout.etp == 1, "expert tensor parallelism (etp > 1) is not implemented in the executor");
   require(model.rotary_fraction > 0, "absolute positions (rotary_fraction 0) are not implemented in the executor");
+  require(work.mtp_layers == 0, "multi-token prediction (--mtp-num-layers) is not implemented in the executor");
+  require(!work.fp8_activation_input_store, "the fp8 SwiGLU input store is not implemented in the executor");
 
   ctx_.model = &model_;
   ctx_.layout = &layout_;
@@ -77,11 +79,11 @@ ModelRuntime<T>::ModelRuntime(const ModelSpec& model, const Layout& layout, cons
 
   // Layers of each virtual stage (v * pp + s), in model order.
   const int pp = layout.pp, vpp = layout.virtual_stages(), stage = groups.me.pp;
-  const std::vector<int> per_stage = stage_layer_counts(model, layout);
+  const std::vector<int> per_virtual_stage = virtual_stage_layer_counts(model, layout);
   int first_layer = 0;
   for (int v = 0; v < vpp; ++v) {
     for (int s = 0; s < pp; ++s) {
-      const int count = per_stage[s] / vpp;
+      const int count = per_virtual_stage[v * pp + s];
       if (s == stage) {
         auto chunk = std::make_unique<Chunk>();
         chunk->virtual_stage = v * pp + s;

@@ -39,6 +39,22 @@ std::vector<int> stage_layer_counts(const ModelSpec& m, const Layout& l) {
   return counts;
 }
 
+std::vector<int> virtual_stage_layer_counts(const ModelSpec& m, const Layout& l) {
+  const int p = l.pp, v = l.virtual_stages();
+  if (l.accounts_pipeline_split()) {
+    const int e = l.embedding_in_pipeline_split, lo = l.loss_in_pipeline_split;
+    std::vector<int> out(p * v, (m.layers + e + lo) / (p * v));
+    out.front() -= e;
+    out.back() -= lo;
+    return out;
+  }
+  const std::vector<int> per_stage = stage_layer_counts(m, l);
+  std::vector<int> out(p * v, 0);
+  for (int s = 0; s < p; ++s)
+    for (int c = 0; c < v; ++c) out[c * p + s] = per_stage[s] / v + (c < per_stage[s] % v ? 1 : 0);
+  return out;
+}
+
 void validate_layout(const ModelSpec& m, const Layout& l, const Workload& w, int gpus) {
   auto need = [](bool ok, const char* constraint, const std::string& detail) {
     if (!ok) throw LayoutError(constraint, detail);

@@ -137,6 +137,12 @@ Count micro_batches_per_step(const Layout& layout, const Workload& work);
 // Transformer layers held by each pipeline stage (size pp), first/last overrides applied.
 std::vector<int> stage_layer_counts(const ModelSpec& model, const Layout& layout);
 
+// Transformer layers of each virtual stage (index chunk * pp + stage, model order; size pp x vpp
+// under the interleaved schedule, else pp): Megatron's equal virtual stages, one fewer in the first
+// (last) with the embedding (loss) in the split, and a stage's layers spread as evenly as they go
+// over its chunks otherwise (torchtitan).
+std::vector<int> virtual_stage_layer_counts(const ModelSpec& model, const Layout& layout);
+
 // Throws LayoutError naming the violated constraint ("dp*tp*pp*cp = gpus", "tp divides heads",
 // "ep*etp divides tp*cp*dp", "global batch divisible by dp*micro-batch", "vpp divides layers per
 // stage", ...). gpus <= 0 skips the GPU-count check.

@@ -24,6 +24,7 @@ struct Case {
   Layout layout;
   bool moe = false;
   bool tied = false;
+  int layers = 0;  // 0: the tiny model's
 };
 
 std::map<std::string, std::function<Case()>> cases() {
@@ -50,6 +51,11 @@ std::map<std::string, std::function<Case()>> cases() {
       {"pp2_interleaved", with([](Case& c) {
          c.layout.pp = 2; c.layout.vpp = 2; c.layout.schedule = Schedule::Interleaved; c.layout.micro_batch = 1; })},
       {"cp2", with([](Case& c) { c.layout.cp = 2; })},
+      // 6 layers over pp 2 x vpp 2 with the embedding and the loss in the split: virtual stages of
+      // 1, 2, 2 and 1 layers (Megatron's --account-for-embedding/loss-in-pipeline-split).
+      {"pp2_interleaved_split", with([](Case& c) {
+         c.layers = 6; c.layout.pp = 2; c.layout.vpp = 2; c.layout.schedule = Schedule::Interleaved; c.layout.micro_batch = 1;
+         c.layout.embedding_in_pipeline_split = c.layout.loss_in_pipeline_split = true; })},
       {"ep2_dp2_moe", with([](Case& c) { c.layout.dp = 2; c.layout.ep = 2; c.moe = true; })},
       {"ep4_dp4_moe_zero1", with([](Case& c) {
          c.layout.dp = 4; c.layout.ep = 4; c.layout.zero = 1; c.layout.micro_batch = 1; c.moe = true; })},
@@ -125,6 +131,7 @@ int main(int argc, char** argv) {
     const double tolerance = opt.precision == Precision::Float64 ? 1e-9 : 1e-4;
     ModelSpec model = test::tiny_model(c.moe);
     model.tied_embeddings = c.tied;
+    if (c.layers > 0) model.layers = c.layers;
     const Workload work = test::tiny_workload();
     Layout single;
     single.micro_batch = c.layout.micro_batch;

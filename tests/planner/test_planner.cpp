@@ -186,6 +186,13 @@ TEST_CASE("Megatron: 126 layers interleave over pp 8 only with the embedding and
   CHECK(counts.front() == 15);
   CHECK(counts.back() == 15);
   CHECK(counts[3] == 16);
+  // Per virtual stage: 1 in the first (with the embedding) and the last (with the loss), 2 elsewhere.
+  const std::vector<int> chunks = virtual_stage_layer_counts(m, l);
+  REQUIRE(chunks.size() == 64);
+  CHECK(chunks.front() == 1);
+  CHECK(chunks.back() == 1);
+  CHECK(chunks[1] == 2);
+  CHECK(chunks[63 - 8] == 2);  // the last stage's first chunk
   // Without the accounting, Megatron's equal virtual stages cannot hold 126 layers on 8 x 8.
   l.embedding_in_pipeline_split = l.loss_in_pipeline_split = false;
   l.dp = 64;
