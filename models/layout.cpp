@@ -326,6 +326,8 @@ std::string describe(const Layout& l) {
   o << " zero=" << l.zero << " mbs=" << l.micro_batch << " recompute=" << to_string(l.recompute);
   if (l.recompute == Recompute::Selective && l.recompute_modules != 0)
     o << "(" << recompute_modules_string(l.recompute_modules) << ")";
+  if (l.first_stage_layers > 0) o << " first-stage-layers=" << l.first_stage_layers;
+  if (l.last_stage_layers > 0) o << " last-stage-layers=" << l.last_stage_layers;
   if (l.accounts_pipeline_split())
     o << " pp-split="
       << (l.embedding_in_pipeline_split && l.loss_in_pipeline_split ? "embedding,loss"

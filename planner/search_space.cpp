@@ -19,9 +19,14 @@ bool contains(const std::vector<Schedule>& v, Schedule s) { return std::find(v.b
 // Stage splits to try for a mesh: the even split, and for pp >= 3 the split that gives the first
 // and last stage one layer less than the others, to balance the embedding and the LM head (Llama 3
 // 405B: 126 layers on 16 stages as 7 + 14 x 8 + 7; Dubey et al. 2024, section 3.3.2).
-std::vector<std::pair<int, int>> stage_splits(const ModelSpec& m, int pp, bool uneven) {
+std::vector<std::pair<int, int>> stage_splits(const ModelSpec& m, int pp, bool uneven, int mtp_layers) {
   std::vector<std::pair<int, int>> out = {{0, 0}};
-  if (!uneven || pp < 3) return out;
+  if (!uneven || pp < 2) return out;
+  // Multi-token prediction puts about two layers' work per depth (its layer, the projection and a
+  // second output head) on the last stage: try it lighter by up to that much.
+  const int even = (m.layers + pp - 1) / pp;
+  for (int d = 1; d <= 2 * mtp_layers && even - d >= 1; ++d) out.push_back({0, even - d});
+  if (pp < 3) return out;
   const int base = (m.layers + pp - 1) / pp;
   const int light = base - 1;
   if (light < 1) return out;
@@ -94,7 +99,7 @@ std::vector<Mesh> enumerate_meshes(const ModelSpec& model, const Workload& work,
         } else {
           eps.push_back({1, 1});
         }
-        for (auto [first, last] : stage_splits(model, pp, o.uneven_stages))
+        for (auto [first, last] : stage_splits(model, pp, o.uneven_stages, work.mtp_layers))
           for (auto [ep, etp] : eps) {
             Mesh m;
             m.dp = dp; m.tp = tp; m.pp = pp; m.cp = cp; m.ep = ep; m.etp = etp;

@@ -204,3 +204,22 @@ TEST_CASE("Megatron: 126 layers interleave over pp 8 only with the embedding and
   w.framework = Framework::Torchtitan;
   CHECK_THROWS_WITH_AS(validate_layout(m, l, w, 512), doctest::Contains("Megatron's"), LayoutError);
 }
+
+TEST_CASE("with multi-token prediction the planner also tries a lighter last stage") {
+  const ModelSpec m = load_model("llama3-8b");  // 32 layers
+  Workload w;
+  w.seq = 4096;
+  w.global_batch = 32;
+  SearchOptions o;
+  o.max_micro_batch = 1;
+  auto lightest_last = [&](int mtp) {
+    w.mtp_layers = mtp;
+    PruneCounts pruned;
+    int lightest = 1000;
+    for (const Layout& l : enumerate_layouts(m, w, 8, 8, o, pruned))
+      if (l.pp == 4) lightest = std::min(lightest, stage_layer_counts(m, l).back());
+    return lightest;
+  };
+  CHECK(lightest_last(0) >= 7);  // even 8, or Llama 3's one-lighter first/last split
+  CHECK(lightest_last(1) == 6);  // 8 - 2: one MTP depth is about two layers' work
+}
