@@ -31,6 +31,7 @@ std::vector<DecisionCell> decision_table(const DecisionRequest& rq) {
         pr.work.global_batch = Count(g) * rq.sequences_per_gpu;
         pr.threads = rq.threads;
         pr.search.max_micro_batch = 8;
+        restrict_to_framework(pr.search, pr.work.framework);
         pr.closest_count = 1;
         const PlanResult res = plan(pr);
         DecisionCell c;

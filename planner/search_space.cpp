@@ -39,6 +39,16 @@ std::vector<std::pair<int, int>> stage_splits(const ModelSpec& m, int pp, bool u
 
 }  // namespace
 
+void restrict_to_framework(SearchOptions& o, Framework f) {
+  auto drop = [](auto& v, auto pred) { v.erase(std::remove_if(v.begin(), v.end(), pred), v.end()); };
+  if (f == Framework::Torchtitan) {
+    drop(o.zero_stages, [](int z) { return z == 1 || z == 2; });
+    drop(o.recompute, [](Recompute r) { return r == Recompute::Selective; });
+  } else {
+    drop(o.recompute, [](Recompute r) { return r == Recompute::SelectiveOp; });
+  }
+}
+
 void add_counts(PruneCounts& into, const PruneCounts& from) {
   for (const auto& [k, v] : from) into[k] += v;
 }

@@ -29,6 +29,11 @@ struct SearchOptions {
   bool sp_off = true;             // also enumerate tp > 1 without sequence parallelism
 };
 
+// Keeps only what `framework` can run: FSDP2 (torchtitan) has ZeRO 0 and 3 only, and op-level
+// selective checkpointing instead of Megatron's core-attention recompute; Megatron and DeepSpeed
+// have no op-level checkpointing.
+void restrict_to_framework(SearchOptions& options, Framework framework);
+
 // Constraint name -> how many meshes or variants it removed. std::map keeps the order stable.
 using PruneCounts = std::map<std::string, Count>;
 void add_counts(PruneCounts& into, const PruneCounts& from);

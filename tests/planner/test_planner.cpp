@@ -3,6 +3,7 @@
 // infeasible request reports the closest layouts.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <random>
 
@@ -222,4 +223,17 @@ TEST_CASE("with multi-token prediction the planner also tries a lighter last sta
   };
   CHECK(lightest_last(0) >= 7);  // even 8, or Llama 3's one-lighter first/last split
   CHECK(lightest_last(1) == 6);  // 8 - 2: one MTP depth is about two layers' work
+}
+
+TEST_CASE("the search keeps only what the framework runs") {
+  SearchOptions megatron, torchtitan;
+  restrict_to_framework(megatron, Framework::Megatron);
+  restrict_to_framework(torchtitan, Framework::Torchtitan);
+  auto has = [](const auto& v, auto x) { return std::find(v.begin(), v.end(), x) != v.end(); };
+  CHECK_FALSE(has(megatron.recompute, Recompute::SelectiveOp));
+  CHECK(has(megatron.recompute, Recompute::Selective));
+  CHECK(megatron.zero_stages.size() == 4);
+  CHECK_FALSE(has(torchtitan.recompute, Recompute::Selective));
+  CHECK(has(torchtitan.recompute, Recompute::SelectiveOp));
+  CHECK(torchtitan.zero_stages == std::vector<int>{0, 3});
 }

@@ -93,8 +93,7 @@ struct PlanCommand {
     rq.refine = refine;
     if (!mem_budget.empty()) rq.memory_budget = parse_size(mem_budget);
     rq.search.max_tp = max_tp;
-    // FSDP2 either shards everything (ZeRO-3) or replicates: torchtitan has no ZeRO-1/2 to search.
-    if (s.work.framework == Framework::Torchtitan) rq.search.zero_stages = {0, 3};
+    restrict_to_framework(rq.search, s.work.framework);
     rq.search.max_micro_batch = max_micro_batch;
     if (!schedules.empty()) {
       rq.search.schedules.clear();
