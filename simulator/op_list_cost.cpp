@@ -19,8 +19,19 @@ void OpListCost::add(const OpListCost& o, double times) {
 OpListCost price_op_list(const std::vector<Op>& ops, size_t recompute_ops, const OpPricer& pricer, bool tp_overlap,
                          OpSelection selection) {
   OpListCost c;
-  Seconds gemms = 0, pending_ring = 0;
+  Seconds pending_ring = 0;
   int priced = 0;
+  // TP overlap fuses each collective with one GEMM (TransformerEngine's userbuffers and PyTorch's
+  // async TP both split the GEMM that consumes an all-gather, or produces a reduce-scatter, into
+  // chunks that run while the next chunk moves): the all-gather hides behind the GEMM after it,
+  // the reduce-scatter or all-reduce behind the GEMM before it.
+  auto gemm_time = [&](size_t j) -> Seconds {
+    if (j >= ops.size() || ops[j].kind != OpKind::Gemm) return 0;
+    if (selection == OpSelection::OnlyWeightGrad && !ops[j].weight_grad) return 0;
+    if (selection == OpSelection::WithoutWeightGrad && ops[j].weight_grad) return 0;
+    return pricer.time(ops[j]);
+  };
+  Seconds tp_hidable = 0;
   for (size_t i = 0; i < ops.size(); ++i) {
     const Op& op = ops[i];
     const bool compute = op.kind == OpKind::Gemm || op.kind == OpKind::Attention || op.kind == OpKind::Memory;
@@ -32,7 +43,6 @@ OpListCost price_op_list(const std::vector<Op>& ops, size_t recompute_ops, const
       c.compute += dt;
       if (i < recompute_ops) c.recompute += dt;
       if (op.weight_grad) c.weight_grad += dt;
-      if (op.kind == OpKind::Gemm) gemms += dt;
       // A CP ring exchange runs alongside the attention that follows it.
       if (pending_ring > 0) {
         c.cp_exposed += op.overlaps_previous ? overlap::exposed_cp(pending_ring, dt) : pending_ring;
@@ -40,6 +50,8 @@ OpListCost price_op_list(const std::vector<Op>& ops, size_t recompute_ops, const
       }
     } else if (op.group == Group::TP) {
       c.tp_raw += dt;
+      const Seconds partner = op.collective == Collective::AllGather ? gemm_time(i + 1) : (i > 0 ? gemm_time(i - 1) : 0);
+      tp_hidable += op.tp_overlappable ? std::min(dt, partner) : 0;
     } else if (op.group == Group::CP) {
       c.cp_raw += dt;
       pending_ring += dt;
@@ -48,7 +60,7 @@ OpListCost price_op_list(const std::vector<Op>& ops, size_t recompute_ops, const
     }
   }
   c.cp_exposed += pending_ring;
-  c.tp_exposed = overlap::exposed_tp(c.tp_raw, gemms, tp_overlap);
+  c.tp_exposed = overlap::exposed_tp(c.tp_raw, tp_hidable, tp_overlap);
   const Seconds gpu = c.duration();
   const HardwareProfile& hw = pricer.hardware();
   const Seconds host = priced * hw.kernel_overhead;

@@ -9,10 +9,11 @@
 
 namespace sixfold::overlap {
 
-// TP collectives run on the critical path unless TP comm overlap is on, in which case they hide
-// behind the neighbouring GEMMs (TransformerEngine's userbuffer overlap) up to the GEMMs' time.
-inline Seconds exposed_tp(Seconds tp_comm, Seconds neighbour_gemms, bool tp_overlap) {
-  return tp_overlap ? std::max(0.0, tp_comm - neighbour_gemms) : tp_comm;
+// TP collectives run on the critical path unless TP comm overlap is on, in which case each hides
+// behind the GEMM it is fused with, up to that GEMM's time (`hidable`: the sum over collectives of
+// min(collective, its GEMM)).
+inline Seconds exposed_tp(Seconds tp_comm, Seconds hidable, bool tp_overlap) {
+  return tp_overlap ? std::max(0.0, tp_comm - hidable) : tp_comm;
 }
 
 // CP ring exchange runs concurrently with the attention blocks it feeds.

@@ -9,6 +9,8 @@
 #include "simulator/collective_cost.hpp"
 #include "simulator/cost_model.hpp"
 #include "simulator/dp_traffic.hpp"
+#include "simulator/op_cost.hpp"
+#include "simulator/op_list_cost.hpp"
 #include "simulator/hardware_profile.hpp"
 #include "simulator/step_simulator.hpp"
 
@@ -304,4 +306,39 @@ TEST_CASE("--activation-func-fp8-input-store keeps the SwiGLU input in fp8, dens
   CHECK_THROWS_WITH_AS(validate_layout(load_model("gpt3-175b"), Layout{}, w, 1), doctest::Contains("needs SwiGLU"), LayoutError);
   w.framework = Framework::Torchtitan;
   CHECK_THROWS_WITH_AS(validate_layout(moe, l, w, 8), doctest::Contains("Megatron's"), LayoutError);
+}
+
+TEST_CASE("TP overlap hides each collective behind the GEMM it is fused with, not behind the whole layer") {
+  const ModelSpec m = load_model("llama3-8b");
+  Layout l;
+  l.tp = 8;
+  l.sp = true;
+  l.tp_overlap = true;
+  const Workload w = work(2048, 1, Framework::Megatron);
+  const StepProgram p = expand_step_program(m, l, w);
+  const auto& ops = p.dense_layer.forward;
+  bool pairwise_differs = false;
+  for (double link : {40e9, 80e9, 160e9, 320e9, 640e9}) {
+    HardwareProfile hw = load_hardware("h100-sxm-80g");
+    ClusterOverrides o;
+    o.intra_node_bandwidth = link;
+    apply_overrides(hw, o);
+    const OpPricer pricer(hw, l, w.dtype);
+    const OpListCost cost = price_op_list(ops, 0, pricer, true);
+    Seconds gemms = 0, expected = 0;
+    for (size_t i = 0; i < ops.size(); ++i) {
+      if (ops[i].kind == OpKind::Gemm) gemms += pricer.time(ops[i]);
+      if (ops[i].group != Group::TP) continue;
+      const size_t partner = ops[i].collective == Collective::AllGather ? i + 1 : i - 1;
+      const Seconds g = ops[partner].kind == OpKind::Gemm ? pricer.time(ops[partner]) : 0;
+      expected += std::max(0.0, pricer.time(ops[i]) - g);
+    }
+    CAPTURE(link);
+    CHECK(cost.tp_exposed == doctest::Approx(expected));
+    // Never less than hiding behind every GEMM of the layer would leave.
+    CHECK(cost.tp_exposed >= std::max(0.0, cost.tp_raw - gemms) - 1e-12);
+    pairwise_differs = pairwise_differs || cost.tp_exposed > std::max(0.0, cost.tp_raw - gemms) + 1e-9;
+    CHECK(price_op_list(ops, 0, pricer, false).tp_exposed == doctest::Approx(cost.tp_raw));
+  }
+  CHECK(pairwise_differs);
 }
