@@ -7,6 +7,8 @@ namespace sixfold {
 
 OpPricer::OpPricer(const HardwareProfile& hw, const Layout& layout, Dtype dtype) : hw_(hw) {
   gemm_peak_ = hw.peak(dtype);
+  gemm_in_bytes_ = double(bytes_per_element(dtype));
+  gemm_out_bytes_ = dtype == Dtype::FP8 ? 2.0 : gemm_in_bytes_;  // fp8 GEMMs write bf16
   // Attention kernels run in bf16/fp16 even in fp8 training (TransformerEngine default).
   attention_peak_ = dtype == Dtype::FP8 ? hw.peak(Dtype::BF16) : gemm_peak_;
   for (int g = 0; g < 8; ++g) placements_[g] = place_group(static_cast<Group>(g), layout, hw.gpus_per_node);
@@ -27,7 +29,11 @@ double OpPricer::gemm_efficiency(Count m, Count n, Count k, Count batch) const {
 
 Seconds OpPricer::gemm_time(Count m, Count n, Count k, Count batch) const {
   const Flops f = 2.0 * double(m) * double(n) * double(k) * double(batch);
-  return std::max(kMinKernelTime, f / (gemm_peak_ * gemm_efficiency(m, n, k, batch)));
+  // Roofline: a GEMM also has to read its inputs and write its output once.
+  const Bytes traffic = double(batch) * ((double(m) * double(k) + double(k) * double(n)) * gemm_in_bytes_ +
+                                         double(m) * double(n) * gemm_out_bytes_);
+  const Seconds memory = traffic / (hw_.memory_bandwidth * hw_.memory_efficiency);
+  return std::max({kMinKernelTime, f / (gemm_peak_ * gemm_efficiency(m, n, k, batch)), memory});
 }
 
 Seconds OpPricer::collective(Group g, Collective c, Bytes message) const {

@@ -28,6 +28,7 @@ class OpPricer {
  private:
   const HardwareProfile& hw_;
   FlopsPerSec gemm_peak_;
+  double gemm_in_bytes_ = 2, gemm_out_bytes_ = 2;  // element widths of a GEMM's inputs and output
   FlopsPerSec attention_peak_;
   std::array<GroupPlacement, 8> placements_;
 };

@@ -6,6 +6,7 @@
 #include "common/error.hpp"
 #include "models/model_zoo.hpp"
 #include "simulator/cost_model.hpp"
+#include "simulator/op_cost.hpp"
 
 using namespace sixfold;
 
@@ -262,5 +263,21 @@ TEST_CASE("impossible layouts name the violated constraint") {
     FAIL("expected a layout error");
   } catch (const LayoutError& e) {
     CHECK(std::string(e.constraint()) == "ep*etp divides tp*cp*dp");
+  }
+}
+
+TEST_CASE("a GEMM takes at least the time to read its inputs and write its output once") {
+  const HardwareProfile hw = load_hardware("h100-sxm-80g");
+  const double bandwidth = hw.memory_bandwidth * hw.memory_efficiency;
+  for (Dtype d : {Dtype::BF16, Dtype::FP8}) {
+    const OpPricer pricer(hw, Layout{}, d);
+    // A skinny GEMM (a router's 1M tokens x 8 experts x 4096) is bound by reading its input.
+    const double in = double(bytes_per_element(d)), out = d == Dtype::FP8 ? 2.0 : in;
+    const double traffic = (1e6 * 4096 + 4096.0 * 8) * in + 1e6 * 8 * out;
+    CHECK(pricer.gemm_time(1000000, 8, 4096, 1) >= traffic / bandwidth);
+    // A large square GEMM stays bound by its FLOPs.
+    const double flops = 2.0 * 8192 * 8192 * 8192;
+    CHECK(pricer.gemm_time(8192, 8192, 8192, 1) > 3 * (3.0 * 8192 * 8192 * in) / bandwidth);
+    CHECK(pricer.gemm_time(8192, 8192, 8192, 1) >= flops / hw.peak(d));
   }
 }
