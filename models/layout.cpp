@@ -16,12 +16,9 @@ std::vector<int> stage_layer_counts(const ModelSpec& m, const Layout& l) {
     counts[0] = m.layers;
     return counts;
   }
-  if (l.accounts_pipeline_split()) {
-    const int e = l.embedding_in_pipeline_split, lo = l.loss_in_pipeline_split;
-    const int per_stage = (m.layers + e + lo) / l.pp;
-    for (int& c : counts) c = per_stage;
-    counts.front() -= e;
-    counts.back() -= lo;
+  if (l.accounts_pipeline_split()) {  // a stage holds its virtual stages (index chunk * pp + stage)
+    const std::vector<int> chunks = virtual_stage_layer_counts(m, l);
+    for (size_t i = 0; i < chunks.size(); ++i) counts[i % l.pp] += chunks[i];
     return counts;
   }
   int rest = m.layers;
@@ -130,13 +127,13 @@ void validate_layout(const ModelSpec& m, const Layout& l, const Workload& w, int
     // Megatron needs equal virtual stages (the embedding/loss split's one-fewer first and last are
     // checked above); torchtitan splits the layers into pp x vpp stages as evenly as it can
     // (generate_split_points), so only needs a layer for each.
-    for (int c : stage_layer_counts(m, l)) {
-      if (l.accounts_pipeline_split()) continue;
-      if (w.framework == Framework::Torchtitan)
-        need(c >= l.vpp, "vpp at most the layers per stage", "vpp=" + s(l.vpp) + ", a stage has " + s(c) + " layers");
-      else
-        need(c % l.vpp == 0, "vpp divides layers per stage", "vpp=" + s(l.vpp) + ", a stage has " + s(c) + " layers");
-    }
+    if (!l.accounts_pipeline_split())
+      for (int c : stage_layer_counts(m, l)) {
+        if (w.framework == Framework::Torchtitan)
+          need(c >= l.vpp, "vpp at most the layers per stage", "vpp=" + s(l.vpp) + ", a stage has " + s(c) + " layers");
+        else
+          need(c % l.vpp == 0, "vpp divides layers per stage", "vpp=" + s(l.vpp) + ", a stage has " + s(c) + " layers");
+      }
     Count mbs = micro_batches_per_step(l, w);
     need(mbs % l.pp == 0, "interleaved schedule needs micro-batches divisible by pp",
          s(mbs) + " micro-batches, pp=" + s(l.pp));

@@ -512,6 +512,27 @@ LayerProgram make_layer(const ModelSpec& m, const Layout& l, const Workload& w, 
   return lp;
 }
 
+// The names of one output head's ops: the model's own, or a multi-token-prediction depth's.
+struct HeadNames {
+  const char *norm, *allgather, *gemm, *loss, *loss_allreduce;
+};
+constexpr HeadNames kMainHead{"final_norm", "head_allgather", "lm_head", "cross_entropy", "loss_allreduce"};
+constexpr HeadNames kMtpHead{"mtp_final_norm", "mtp_head_allgather", "mtp_lm_head", "mtp_cross_entropy", "mtp_loss_allreduce"};
+
+// The final norm, the output GEMM and the vocab-parallel cross-entropy in fp32: max, sum-exp and
+// target logit all-reduced over TP; the fp32 softmax is kept for the backward (Korthikanti et
+// al.: 4sbv/t). Each step is its own kernel over the fp32 logits (Megatron's
+// _VocabParallelCrossEntropy): the cast (read a, write 4), max (4), subtract and exp in place
+// (8 + 8), sum (4), divide in place (8).
+void add_output_head(std::vector<Op>& ops, const Layout& l, const Dims& d, Count vocab_rank, const HeadNames& n) {
+  const Count T = d.tokens, Ts = d.sp_tokens, h = d.h, a = d.act;
+  ops.push_back(with_saved(memory(n.norm, OpClass::Norm, Bytes(2 * Ts * h * a)), Bytes(Ts * h * a)));
+  tp_enter(ops, d, n.allgather);
+  ops.push_back(with_saved(gemm(n.gemm, OpClass::Gemm, T, vocab_rank, h), Bytes(d.gemm_input_tokens * h * a)));
+  ops.push_back(with_saved(memory(n.loss, OpClass::Loss, Bytes(T * vocab_rank * (a + 36))), Bytes(T * vocab_rank * 4)));
+  if (l.tp > 1) ops.push_back(collective(n.loss_allreduce, Group::TP, Collective::AllReduce, Bytes(3 * T * 4), l.tp));
+}
+
 // Megatron-Core's multi-token prediction block on the last stage, once per depth: the embedding
 // of the tokens one further ahead (the last stage keeps a copy of the word embedding unless it
 // also holds the first), enorm and hnorm, the 2h -> h projection, a transformer layer like the
@@ -534,11 +555,7 @@ void add_mtp(StageProgram& st, const ModelSpec& m, const Layout& l, const Worklo
     head.push_back(with_saved(gemm("mtp_proj", OpClass::Gemm, T, h / d.tp, 2 * h), Bytes(d.gemm_input_tokens * 2 * h * d.gemm_input)));
     tp_exit(head, d, "mtp_proj_allreduce", "mtp_proj_reducescatter");
     std::vector<Op> tail;
-    tail.push_back(with_saved(memory("mtp_final_norm", OpClass::Norm, Bytes(2 * Ts * h * a)), Bytes(Ts * h * a)));
-    tp_enter(tail, d, "mtp_head_allgather");
-    tail.push_back(with_saved(gemm("mtp_lm_head", OpClass::Gemm, T, vocab_rank, h), Bytes(d.gemm_input_tokens * h * a)));
-    tail.push_back(with_saved(memory("mtp_cross_entropy", OpClass::Loss, Bytes(T * vocab_rank * (a + 36))), Bytes(T * vocab_rank * 4)));
-    if (l.tp > 1) tail.push_back(collective("mtp_loss_allreduce", Group::TP, Collective::AllReduce, Bytes(3 * T * 4), l.tp));
+    add_output_head(tail, l, d, vocab_rank, kMtpHead);
     for (const Op& op : head) st.post_forward.push_back(op), st.post_saved += op.saved;
     for (Op op : layer.forward) {
       op.saved = 0;  // the policy's total is added below
@@ -588,16 +605,7 @@ StepProgram expand_step_program(const ModelSpec& m, const Layout& l, const Workl
       st.dense_params += vocab_rank * h + (m.learned_positions ? Count(m.max_seq) * h : 0);
     }
     if (st.last) {
-      st.post_forward.push_back(with_saved(memory("final_norm", OpClass::Norm, Bytes(2 * Ts * h * a)), Bytes(Ts * h * a)));
-      tp_enter(st.post_forward, d, "head_allgather");
-      st.post_forward.push_back(with_saved(gemm("lm_head", OpClass::Gemm, T, vocab_rank, h), Bytes(d.gemm_input_tokens * h * a)));
-      // Vocab-parallel cross-entropy in fp32: max, sum-exp and target logit all-reduced over TP;
-      // the fp32 softmax is kept for the backward (Korthikanti et al.: 4sbv/t). Each step is its
-      // own kernel over the fp32 logits (Megatron's _VocabParallelCrossEntropy): the cast (read a,
-      // write 4), max (4), subtract and exp in place (8 + 8), sum (4), divide in place (8).
-      Op ce = with_saved(memory("cross_entropy", OpClass::Loss, Bytes(T * vocab_rank * (a + 36))), Bytes(T * vocab_rank * 4));
-      st.post_forward.push_back(ce);
-      if (l.tp > 1) st.post_forward.push_back(collective("loss_allreduce", Group::TP, Collective::AllReduce, Bytes(3 * T * 4), l.tp));
+      add_output_head(st.post_forward, l, d, vocab_rank, kMainHead);
       // Transient logits at the loss's peak: Megatron's fused loss holds the low-precision logits
       // besides its fp32 copy; unfused F.cross_entropy's backward holds the fp32 gradient arriving
       // at the log-softmax and the one it produces next to the saved log-softmax (2 x 4 bytes).

@@ -1,5 +1,6 @@
-#include <algorithm>
 #include "planner/exporters.hpp"
+
+#include <algorithm>
 
 #include <nlohmann/json.hpp>
 #include <sstream>

@@ -22,12 +22,11 @@ bool contains(const std::vector<Schedule>& v, Schedule s) { return std::find(v.b
 std::vector<std::pair<int, int>> stage_splits(const ModelSpec& m, int pp, bool uneven, int mtp_layers) {
   std::vector<std::pair<int, int>> out = {{0, 0}};
   if (!uneven || pp < 2) return out;
+  const int base = (m.layers + pp - 1) / pp;
   // Multi-token prediction puts about two layers' work per depth (its layer, the projection and a
   // second output head) on the last stage: try it lighter by up to that much.
-  const int even = (m.layers + pp - 1) / pp;
-  for (int d = 1; d <= 2 * mtp_layers && even - d >= 1; ++d) out.push_back({0, even - d});
+  for (int d = 1; d <= 2 * mtp_layers && base - d >= 1; ++d) out.push_back({0, base - d});
   if (pp < 3) return out;
-  const int base = (m.layers + pp - 1) / pp;
   const int light = base - 1;
   if (light < 1) return out;
   const int rest = m.layers - 2 * light;

@@ -23,21 +23,22 @@ OpListCost price_op_list(const std::vector<Op>& ops, size_t recompute_ops, const
   int priced = 0;
   // TP overlap fuses each collective with one GEMM (TransformerEngine's userbuffers and PyTorch's
   // async TP both split the GEMM that consumes an all-gather, or produces a reduce-scatter, into
-  // chunks that run while the next chunk moves): the all-gather hides behind the GEMM after it,
-  // the reduce-scatter or all-reduce behind the GEMM before it.
-  auto gemm_time = [&](size_t j) -> Seconds {
-    if (j >= ops.size() || ops[j].kind != OpKind::Gemm) return 0;
-    if (selection == OpSelection::OnlyWeightGrad && !ops[j].weight_grad) return 0;
-    if (selection == OpSelection::WithoutWeightGrad && ops[j].weight_grad) return 0;
-    return pricer.time(ops[j]);
-  };
-  Seconds tp_hidable = 0;
+  // chunks that run while the next chunk moves): the all-gather hides behind the GEMM right after
+  // it, the reduce-scatter or all-reduce behind the GEMM right before it. Walking the list once:
+  // the previous op's GEMM time, and an all-gather waiting for the next op.
+  Seconds tp_hidable = 0, previous_gemm = 0, waiting_gather = 0;
   for (size_t i = 0; i < ops.size(); ++i) {
     const Op& op = ops[i];
     const bool compute = op.kind == OpKind::Gemm || op.kind == OpKind::Attention || op.kind == OpKind::Memory;
-    if (selection == OpSelection::OnlyWeightGrad && !(compute && op.weight_grad)) continue;
-    if (selection == OpSelection::WithoutWeightGrad && compute && op.weight_grad) continue;
+    if ((selection == OpSelection::OnlyWeightGrad && !(compute && op.weight_grad)) ||
+        (selection == OpSelection::WithoutWeightGrad && compute && op.weight_grad)) {
+      previous_gemm = waiting_gather = 0;  // a left-out op is no partner
+      continue;
+    }
     const Seconds dt = pricer.time(op);
+    const Seconds gemm = op.kind == OpKind::Gemm ? dt : 0;
+    tp_hidable += std::min(waiting_gather, gemm);
+    waiting_gather = 0;
     ++priced;
     if (compute) {
       c.compute += dt;
@@ -50,14 +51,15 @@ OpListCost price_op_list(const std::vector<Op>& ops, size_t recompute_ops, const
       }
     } else if (op.group == Group::TP) {
       c.tp_raw += dt;
-      const Seconds partner = op.collective == Collective::AllGather ? gemm_time(i + 1) : (i > 0 ? gemm_time(i - 1) : 0);
-      tp_hidable += op.tp_overlappable ? std::min(dt, partner) : 0;
+      if (op.tp_overlappable && op.collective == Collective::AllGather) waiting_gather = dt;
+      else if (op.tp_overlappable) tp_hidable += std::min(dt, previous_gemm);
     } else if (op.group == Group::CP) {
       c.cp_raw += dt;
       pending_ring += dt;
     } else {
       c.ep += dt;
     }
+    previous_gemm = gemm;
   }
   c.cp_exposed += pending_ring;
   c.tp_exposed = overlap::exposed_tp(c.tp_raw, tp_hidable, tp_overlap);
