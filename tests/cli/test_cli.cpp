@@ -350,3 +350,22 @@ TEST_CASE("--mtp-num-layers: exported as Megatron's flag, negative is a usage er
   REQUIRE(r.code == 0);
   CHECK(contains(read_file(plan), "mtp_num_layers: 1"));
 }
+
+TEST_CASE("bad pipeline-split and MTP input: the constraint by name, exit 2; a negative MTP depth in a file, file and line") {
+  Result r = run_sixfold(kBase + "--gpus 8 --account-for-embedding-in-pipeline-split");
+  CHECK(r.code == 2);
+  CHECK(contains(r.output, "the embedding/loss pipeline split needs pp > 1"));
+  r = run_sixfold(kBase + "--gpus 8 --pp 4 --vpp 2 --account-for-loss-in-pipeline-split");
+  CHECK(r.code == 2);
+  CHECK(contains(r.output, "layers with the embedding and loss divide into pp*vpp stages"));
+  r = run_sixfold(kBase + "--gpus 8 --pp 2 --account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split "
+                  "--framework torchtitan --zero 3");
+  CHECK(r.code == 2);
+  CHECK(contains(r.output, "is Megatron's"));
+  const std::string yaml = write_temp("bad-mtp.yaml", "name: t\nmodel: llama3-8b\nhardware: h100-sxm-80g\ngpus: 8\n"
+                                                      "workload: {seq: 4096, global_batch: 8, mtp_num_layers: -1}\nlayout: {dp: 8}\n");
+  r = run_sixfold("predict --scenario " + yaml);
+  CHECK(r.code == 1);
+  CHECK(contains(r.output, "bad-mtp.yaml:5"));
+  CHECK(contains(r.output, "'mtp_num_layers'"));
+}
