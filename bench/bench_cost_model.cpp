@@ -33,7 +33,7 @@ int main() {
   std::printf("predict (llama3-70b, 128 x h100, tp8 pp4 vpp5 dp4): %.1f us per call (%d calls, checksum %.3f)\n", per * 1e6, n,
               sink / n);
 
-  const CsvTable table = read_csv(std::string(SIXFOLD_SHARED_DIR) + "/validation/vtrain_single_node.csv");
+  const CsvTable table = read_csv(std::string(SIXFOLD_DATA_DIR) + "/validation/vtrain_single_node.csv");
   t0 = Clock::now();
   const ValidationReport rep = validate_runs(table, {});
   const double secs = std::chrono::duration<double>(Clock::now() - t0).count();

@@ -246,6 +246,16 @@ unsigned parse_recompute_modules(const std::string& list) {
   return bits;
 }
 
+std::vector<unsigned> selective_module_ladder(const ModelSpec& model) {
+  namespace rm = recompute_module;
+  std::vector<unsigned> out = {0};
+  unsigned extra = rm::kCoreAttn;
+  if (model.moe.enabled()) out.push_back(extra |= rm::kMoeAct);
+  out.push_back(extra |= rm::kLayernorm);
+  if (model.mla.enabled) out.push_back(extra | rm::kMlaUpProj);
+  return out;
+}
+
 std::string recompute_modules_string(unsigned modules) {
   std::string out;
   for (const auto& [name, value] : kModules)

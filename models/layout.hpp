@@ -24,6 +24,10 @@ inline constexpr unsigned kCoreAttn = 1, kMlp = 2, kLayernorm = 4, kMlaUpProj = 
 // "core_attn,mla_up_proj" <-> bits; parse throws UsageError naming the allowed modules.
 unsigned parse_recompute_modules(const std::string& list);
 std::string recompute_modules_string(unsigned modules);  // in Megatron's order, comma-separated
+// The module sets of Megatron's selective recompute worth trying for a model, each saving more
+// memory and re-running more than the one before: core attention (0, the default), then the MoE
+// activation, the norms and MLA's up-projections where the model has them.
+std::vector<unsigned> selective_module_ladder(const ModelSpec& model);
 // How DP gradients are reduced: after the whole backward (the seed's "DP naive"), one
 // non-blocking all-reduce per layer during backward ("DP interleaved"), or DDP-style buckets.
 enum class DpOverlap { None, PerLayer, Bucketed };

@@ -124,16 +124,11 @@ std::vector<Mesh> enumerate_meshes(const ModelSpec& model, const Workload& work,
 }
 
 std::vector<std::pair<Recompute, unsigned>> recompute_policies(const ModelSpec& model, const SearchOptions& o) {
-  namespace rm = recompute_module;
   std::vector<std::pair<Recompute, unsigned>> out;
   for (Recompute r : o.recompute) {
-    out.push_back({r, 0});
-    if (r != Recompute::Selective) continue;
-    // Each saves more and re-runs more than the one before it.
-    unsigned extra = rm::kCoreAttn;
-    if (model.moe.enabled()) out.push_back({r, extra |= rm::kMoeAct});
-    out.push_back({r, extra |= rm::kLayernorm});
-    if (model.mla.enabled) out.push_back({r, extra | rm::kMlaUpProj});
+    if (r != Recompute::Selective) out.push_back({r, 0});
+    else
+      for (unsigned modules : selective_module_ladder(model)) out.push_back({r, modules});
   }
   return out;
 }

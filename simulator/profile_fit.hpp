@@ -8,6 +8,8 @@
 
 #include "common/csv.hpp"
 #include "simulator/hardware_profile.hpp"
+#include "simulator/validation.hpp"
+#include <map>
 
 namespace sixfold {
 
@@ -33,5 +35,30 @@ FitResult fit_profile_to_runs(const CsvTable& runs, const std::string& hardware,
 const std::vector<std::string>& fittable_parameters();
 
 void apply_fit(HardwareProfile& hw, const std::vector<FitParameter>& parameters);
+
+// Out-of-source cross-validation: for each source (validation.hpp source_of_row) in turn, fit
+// `parameters` (set in every hardware profile alike: framework terms, not one GPU's kernels) on
+// the rows of every other source, and score the rows of the one left out. Empty `parameters`:
+// nothing is fitted and every fold is scored with the profiles as they are (fit-free).
+struct CvRow {
+  std::string id, source, framework, gpu;
+  int gpus = 0;
+  std::map<std::string, double> error_pct, null_error_pct;  // signed, per metric, out-of-fold
+};
+struct CvFold {
+  std::string source;
+  int rows = 0;
+  std::vector<FitParameter> parameters;  // fitted without this source
+  std::map<std::string, MetricSummary> metrics, null_metrics;
+};
+struct CrossValidation {
+  std::vector<CvFold> folds;
+  std::map<std::string, MetricSummary> metrics, null_metrics;  // pooled out-of-fold
+  std::vector<CvRow> rows;
+};
+CrossValidation cross_validate_by_source(const std::vector<CsvTable>& tables, const std::vector<std::string>& parameters,
+                                         int rounds = 3);
+// The framework terms fitted by default under --cv (fittable_parameters() names).
+const std::vector<std::string>& default_cv_parameters();
 
 }  // namespace sixfold

@@ -7,6 +7,7 @@
 
 #include "common/error.hpp"
 #include "models/model_zoo.hpp"
+#include "simulator/run_facts.hpp"
 
 namespace sixfold {
 
@@ -24,10 +25,42 @@ std::optional<double> number(const std::string& s) {
   }
 }
 
+// Columns that hold counts (non-negative integers) and measured metrics (finite, positive).
+const char* const kCountColumns[] = {"layers", "hidden", "ffn", "heads", "kv_heads", "vocab", "seq", "experts", "topk",
+                                     "moe_ffn", "gpus", "gpus_per_node", "dp", "tp", "pp", "vpp", "cp", "ep", "sp",
+                                     "zero", "micro_batch", "global_batch"};
+
+// Every numeric cell of the file is checked before any row is priced: a malformed one is an
+// input error naming the file, line, column, value and what is allowed (never a silent skip).
+void check_cells(const CsvTable& t) {
+  auto where = [&](size_t r, const std::string& col, const std::string& v) {
+    return t.source + ":" + std::to_string(r < t.row_lines.size() ? t.row_lines[r] : int(r) + 2) + ": column '" + col +
+           "': value '" + v + "'";
+  };
+  for (size_t r = 0; r < t.rows.size(); ++r) {
+    for (const char* col : kCountColumns) {
+      const std::string& v = t.field(r, col);
+      if (v.empty() || v == "unknown") continue;
+      const auto x = number(v);
+      if (!x || !std::isfinite(*x) || *x < 0 || *x != std::floor(*x) || *x > 1e15)
+        throw Error(where(r, col, v) + " is not a count (a non-negative integer, empty or 'unknown')");
+    }
+    for (const std::string& col : validation_metrics()) {
+      const std::string& v = t.field(r, col);
+      if (v.empty()) continue;
+      const auto x = number(v);
+      if (!x || !std::isfinite(*x) || *x <= 0)
+        throw Error(where(r, col, v) + " is not a measured value (a finite positive number, or empty)");
+    }
+  }
+}
+
 long as_int(const CsvTable& t, size_t row, const std::string& col, long fallback) {
   auto v = number(t.field(row, col));
   return v ? long(*v) : fallback;
 }
+
+bool stated(const CsvTable& t, size_t row, const std::string& col) { return number(t.field(row, col)).has_value(); }
 
 // The candidates a user would try for an unstated field, cheapest (fastest) first.
 const Recompute kRecomputeOrder[] = {Recompute::None, Recompute::Selective, Recompute::SelectiveOp, Recompute::Full};
@@ -84,36 +117,29 @@ const ModelSpec* zoo_model_like(const ModelSpec& m, bool kv_heads_stated) {
   return nullptr;
 }
 
-// Megatron-Core recompute modules a row's notes name in their recompute field ("recompute=
-// selective (mla_up_proj, mlp)") or describe ("RMSNorm + MLA up-projection recompute"); those
-// the row's model lacks (the CSV cannot describe MLA or shared experts) are dropped.
-unsigned recompute_modules_in_notes(const std::string& notes, const ModelSpec& m) {
-  namespace rm = recompute_module;
-  const size_t at = notes.find("recompute=selective");
-  if (at == std::string::npos) return 0;
-  // The recompute field only: up to the next field (';') or section ('|').
-  const std::string said = notes.substr(at, std::min(notes.find('|', at), notes.find(';', at)) - at);
-  auto word_at = [&](size_t p, size_t n) {
-    auto inside = [&](size_t i) { return std::isalnum((unsigned char)said[i]) || said[i] == '_'; };
-    return (p == 0 || !inside(p - 1)) && (p + n >= said.size() || !inside(p + n));
-  };
-  unsigned modules = 0;
-  for (const char* name : {"core_attn", "mlp", "layernorm", "mla_up_proj", "moe", "moe_act", "shared_experts"}) {
-    const size_t n = std::string(name).size();
-    for (size_t p = said.find(name); p != std::string::npos; p = said.find(name, p + 1))
-      if (word_at(p, n)) modules |= parse_recompute_modules(name);
-  }
-  if (said.find("RMSNorm") != std::string::npos || said.find("LayerNorm") != std::string::npos) modules |= rm::kLayernorm;
-  if (said.find("MLA up-projection") != std::string::npos) modules |= rm::kMlaUpProj;
-  if (!m.mla.enabled) modules &= ~rm::kMlaUpProj;
-  if (!m.moe.enabled()) modules &= ~(rm::kMoe | rm::kMoeAct);
-  if (m.moe.shared_experts == 0) modules &= ~rm::kSharedExperts;
-  return modules;
-}
-
 }  // namespace
 
-Scenario scenario_from_row(const CsvTable& t, size_t r, const HardwareLookup& lookup) {
+Seconds null_model_step_time(const Scenario& s) {
+  // The 16-bit peak for fp8 runs too: MFU is stated against it by the sources (torchtitan's
+  // get_peak_flops, Megatron-Bridge's tables), and a null at twice the peak would be a straw man.
+  const StepFlops f = step_flops(s.model, s.work, s.layout.recompute);
+  const Dtype peak_dtype = s.work.dtype == Dtype::FP8 ? Dtype::BF16 : s.work.dtype;
+  return f.model / (double(s.layout.gpus()) * s.hardware.peak(peak_dtype) * 0.5);
+}
+
+std::string source_of_row(const CsvTable& t, size_t r) {
+  const std::string& src = t.field(r, "source");
+  const size_t at = src.find(" \xc2\xb7 ");
+  std::string out = at == std::string::npos ? src : src.substr(0, at);
+  // A row number is not part of the source ("vTrain (MICRO'24) data/ground_truth_single.csv row 7").
+  const size_t row_at = out.rfind(" row ");
+  if (row_at != std::string::npos && row_at + 5 < out.size() &&
+      std::all_of(out.begin() + row_at + 5, out.end(), [](char c) { return std::isdigit((unsigned char)c); }))
+    out.resize(row_at);
+  return out;
+}
+
+Scenario scenario_from_row(const CsvTable& t, size_t r, const HardwareLookup& lookup, RunSettings& settings) {
   Scenario s;
   s.name = t.field(r, "id");
   ModelSpec& m = s.model;
@@ -181,21 +207,19 @@ Scenario scenario_from_row(const CsvTable& t, size_t r, const HardwareLookup& lo
   l.sp = as_int(t, r, "sp", 0) == 1;
   l.zero = int(as_int(t, r, "zero", 0));
   l.micro_batch = as_int(t, r, "micro_batch", 0);
-  // The framework a row ran, read from its source and notes the way a user would know it: the
-  // cost model follows its loss, ZeRO-3 gathers and parameter-gather overlap (framework_traits).
-  const std::string text = t.field(r, "source") + " " + t.field(r, "notes");
-  const auto says = [&](const char* word) { return text.find(word) != std::string::npos; };
-  if (says("torchtitan")) s.work.framework = Framework::Torchtitan;
-  // DeepSpeed releases of 2021's first half, before its ZeRO-3 gathers stopped synchronising.
-  else if (says("DeepSpeed")) s.work.framework = says(" 2021") ? Framework::DeepSpeedLegacy : Framework::DeepSpeed;
-  // The DeepSpeed engine without ZeRO reduces gradients after the backward (no overlap), which is
-  // how Megatron-DeepSpeed runs (vTrain's data); other frameworks overlap in buckets.
-  // torchtitan builds two stages per rank for an interleaved schedule unless split points are
-  // given (pipelining_utils.generate_split_points: num_stages_per_rank = 2 for
-  // PipelineScheduleMulti); rows name the schedule but not V.
-  if (s.work.framework == Framework::Torchtitan && l.pp > 1 && l.vpp <= 1 && says("Interleaved 1F1B")) {
-    l.vpp = 2;
-    l.schedule = Schedule::Interleaved;
+  // The run's facts from its columns (framework, framework_date, attention, dp_overlap,
+  // tp_overlap), unstated ones filled with the codebase's default at its date (run_facts.cpp).
+  const RunFacts facts = parse_run_facts(t.field(r, "framework"), t.field(r, "framework_date"), t.field(r, "attention"),
+                                         t.field(r, "dp_overlap"), t.field(r, "tp_overlap"));
+  settings = run_settings(facts, l.pp, l.zero);
+  s.work.framework = settings.framework;
+  s.work.flash_attention = settings.flash_attention;
+  if (!settings.dp_overlap) l.dp_overlap = DpOverlap::None;
+  // TP communication overlap (Megatron's --tp-comm-overlap, which needs sequence parallelism;
+  // torchtitan's Async TP, which runs on its sequence-parallel plan).
+  if (l.tp > 1 && settings.tp_overlap) {
+    l.tp_overlap = true;
+    l.sp = true;
   }
   // Megatron runs a virtual pipeline whose stages do not divide the layers only with the embedding
   // and the loss taking a layer's place (--account-for-embedding/loss-in-pipeline-split; NeMo's
@@ -203,29 +227,19 @@ Scenario scenario_from_row(const CsvTable& t, size_t r, const HardwareLookup& lo
   if (s.work.framework == Framework::Megatron && l.vpp > 1 && m.layers % (l.pp * l.vpp) != 0 &&
       (m.layers + 2) % (l.pp * l.vpp) == 0)
     l.embedding_in_pipeline_split = l.loss_in_pipeline_split = true;
-  const bool megatron_deepspeed = says("Megatron-DeepSpeed");
-  if (megatron_deepspeed && l.zero == 0) l.dp_overlap = DpOverlap::None;
-  // TP communication overlap as the sources word it: Megatron's "TP-comm overlap" (which needs
-  // sequence parallelism) and torchtitan's Async TP.
-  if (l.tp > 1 && (says("TP-comm overlap on") || says("DP/TP/PP-comm overlap on") || says("Async TP"))) {
-    l.tp_overlap = true;
-    l.sp = true;
-  }
   s.work.seq = seq;
   s.work.global_batch = as_int(t, r, "global_batch", 0);
   const std::string dtype = t.field(r, "dtype");
   s.work.dtype = dtype.empty() ? Dtype::BF16 : parse_dtype(dtype);
-  // Megatron-DeepSpeed's GPT runs unfused attention (scores, fused softmax, dropout, values)
-  // unless --use-flash-attn is given; vTrain's runs predate it.
-  if (megatron_deepspeed) s.work.flash_attention = false;
   // torchtitan accumulates no gradients unless told to: its global batch is dp x the local batch.
-  if (s.work.global_batch <= 0 && s.work.framework == Framework::Torchtitan && l.micro_batch > 0)
+  if (s.work.global_batch <= 0 && settings.local_batch_semantics && l.micro_batch > 0)
     s.work.global_batch = Count(l.dp) * l.micro_batch;
   if (s.gpus <= 0 || s.work.global_batch <= 0) throw Error("gpus or global batch not stated");
   return s;
 }
 
 ValidationReport validate_runs(const CsvTable& t, const ValidationOptions& opt) {
+  check_cells(t);
   ValidationReport rep;
   rep.source = t.source;
   const Predictor price = opt.predictor ? opt.predictor : Predictor([](const Scenario& s) {
@@ -246,26 +260,35 @@ ValidationReport validate_runs(const CsvTable& t, const ValidationOptions& opt) 
     row.id = t.field(r, "id");
     if (opt.include && !opt.include(r, row.id)) continue;
     try {
-      Scenario s = scenario_from_row(t, r, lookup);
+      RunSettings run;
+      Scenario s = scenario_from_row(t, r, lookup, run);
       const std::string rc = t.field(r, "recompute");
-      std::vector<Recompute> recomputes;
-      const bool torchtitan = s.work.framework == Framework::Torchtitan;
+      // Recompute policies to try, cheapest first: the stated one, or every one the framework has.
+      // Megatron's "selective" re-runs core attention by default and more modules when asked
+      // (--recompute-modules); which ones a row used is not a column, so, as for an unstated
+      // policy, the lightest that fits.
+      std::vector<std::pair<Recompute, unsigned>> policies;
+      auto add_policy = [&](Recompute p) {
+        if (p == Recompute::Selective)
+          for (unsigned modules : selective_module_ladder(s.model)) policies.push_back({p, modules});
+        else
+          policies.push_back({p, 0});
+      };
       if (rc.empty() || rc == "unknown") {
-        // Only torchtitan has op-level selective checkpointing; Megatron and DeepSpeed offer the rest.
         for (Recompute c : kRecomputeOrder)
-          if (c != Recompute::SelectiveOp || torchtitan) recomputes.push_back(c);
+          if ((c == Recompute::SelectiveOp) == run.selective_is_op_level || c == Recompute::None || c == Recompute::Full)
+            add_policy(c);
       } else {
-        recomputes.push_back(parse_recompute(rc));
+        const Recompute stated_policy = parse_recompute(rc);
+        add_policy(stated_policy == Recompute::Selective && run.selective_is_op_level ? Recompute::SelectiveOp
+                                                                                      : stated_policy);
       }
-      // torchtitan's "selective" activation checkpointing is op-level (its default "op" option).
-      if (rc == "selective" && torchtitan) recomputes = {Recompute::SelectiveOp};
-      // Megatron-Core's recompute modules where the notes name them.
-      if (rc == "selective" && !torchtitan) s.layout.recompute_modules = recompute_modules_in_notes(t.field(r, "notes"), s.model);
       // torchtitan's pipeline splits each rank's local batch into as many micro-batches as there
       // are stages unless told otherwise (pipeline_parallel_microbatches unset); the rows state
       // the local batch.
       bool split_local_batch = false;
-      if (torchtitan && s.layout.pp > 1 && s.layout.micro_batch > 0 && s.layout.micro_batch % s.layout.pp == 0) {
+      if (run.local_batch_semantics && s.layout.pp > 1 && s.layout.micro_batch > 0 &&
+          s.layout.micro_batch % s.layout.pp == 0) {
         s.layout.micro_batch /= s.layout.pp;
         split_local_batch = true;
       }
@@ -274,63 +297,84 @@ ValidationReport validate_runs(const CsvTable& t, const ValidationOptions& opt) 
       else
         for (Count b = 1; b <= s.work.global_batch / s.layout.dp; b *= 2)
           if (s.work.global_batch % (s.layout.dp * b) == 0) micro_batches.push_back(b);
-      // Fill unstated fields the way a user would: the fastest micro-batch, and the cheapest
-      // recompute, that fit in memory; if nothing fits, the least memory.
+      // An unstated ZeRO stage: those the framework has (Megatron: DDP or the distributed
+      // optimizer; torchtitan: DDP or FSDP; DeepSpeed: 0-3).
+      std::vector<int> zeros = {s.layout.zero};
+      const bool zero_filled = !stated(t, r, "zero");
+      if (zero_filled) {
+        if (s.work.framework == Framework::Megatron) zeros = {0, 1};
+        else if (s.work.framework == Framework::Torchtitan) zeros = {0, 3};
+        else zeros = {0, 1, 2, 3};
+      }
+      // An unstated virtual pipeline: 1 or any interleaving the stages allow.
+      std::vector<int> vpps = {s.layout.vpp};
+      const bool vpp_filled = !stated(t, r, "vpp") && s.layout.pp > 1;
+      if (vpp_filled)
+        for (int v = 2; v <= s.model.layers / s.layout.pp; ++v) vpps.push_back(v);
+      // Fill unstated fields the way a user would: the fastest micro-batch (ZeRO stage, vpp), and
+      // the cheapest recompute, that fit in memory; if nothing fits, the least memory.
       std::optional<Prediction> best;
       Layout best_layout;
       bool best_fits = false;
       std::string last_error;
-      for (Recompute rcv : recomputes) {
-        for (Count b : micro_batches) {
-          Layout l = s.layout;
-          l.recompute = rcv;
-          l.micro_batch = b;
-          try {
-            validate_layout(s.model, l, s.work, s.gpus);
-          } catch (const LayoutError& e) {
-            last_error = e.constraint();
-            continue;
-          }
-          Scenario trial = s;
-          trial.layout = l;
-          Prediction p = price(trial);
-          const bool fits = p.peak_memory <= s.hardware.memory_capacity;
-          const bool better = !best || (fits && !best_fits) ||
-                              (fits == best_fits && (fits ? p.step_time < best->step_time : p.peak_memory < best->peak_memory));
-          if (better) {
-            best = p;
-            best_layout = l;
-            best_fits = fits;
-          }
-        }
+      for (const auto& [rcv, modules] : policies) {
+        for (Count b : micro_batches)
+          for (int z : zeros)
+            for (int v : vpps) {
+              Layout l = s.layout;
+              l.recompute = rcv;
+              l.recompute_modules = modules;
+              l.micro_batch = b;
+              l.zero = z;
+              l.vpp = v;
+              if (v > 1) l.schedule = Schedule::Interleaved;
+              try {
+                validate_layout(s.model, l, s.work, s.gpus);
+              } catch (const LayoutError& e) {
+                last_error = e.constraint();
+                continue;
+              }
+              Scenario trial = s;
+              trial.layout = l;
+              Prediction p = price(trial);
+              const bool fits = p.peak_memory <= s.hardware.memory_capacity;
+              const bool better = !best || (fits && !best_fits) ||
+                                  (fits == best_fits && (fits ? p.step_time < best->step_time : p.peak_memory < best->peak_memory));
+              if (better) {
+                best = p;
+                best_layout = l;
+                best_fits = fits;
+              }
+            }
         if (best_fits) break;  // the cheapest recompute that fits
       }
       if (micro_batches.empty()) last_error = "global batch divisible by dp*micro-batch";
       if (!best) throw Error("layout invalid: " + last_error);
-      if (recomputes.size() > 1) row.filled.push_back("recompute=" + to_string(best_layout.recompute));
+      if (rc.empty() || rc == "unknown") row.filled.push_back("recompute=" + to_string(best_layout.recompute));
       if (micro_batches.size() > 1 || s.layout.micro_batch <= 0) row.filled.push_back("micro_batch=" + std::to_string(best_layout.micro_batch));
-      if (best_layout.dp_overlap == DpOverlap::None) row.filled.push_back("dp_overlap=none (Megatron-DeepSpeed)");
+      if (run.filled_dp_overlap) row.filled.push_back(std::string("dp_overlap=") + (run.dp_overlap ? "on" : "off"));
+      if (run.filled_flash) row.filled.push_back(std::string("attention=") + (run.flash_attention ? "flash" : "fused-softmax"));
+      if (run.filled_tp_overlap && best_layout.tp > 1) row.filled.push_back("tp_overlap=off");
       if (split_local_batch) row.filled.push_back("pipeline_micro_batches=" + std::to_string(best_layout.pp));
       if (best_layout.accounts_pipeline_split()) row.filled.push_back("pipeline_split=embedding,loss");
-      if (best_layout.vpp > 1 && !(number(t.field(r, "vpp")).value_or(1) > 1))
-        row.filled.push_back("vpp=" + std::to_string(best_layout.vpp));
+      if (vpp_filled) row.filled.push_back("vpp=" + std::to_string(best_layout.vpp));
+      if (zero_filled) row.filled.push_back("zero=" + std::to_string(best_layout.zero));
+      if (best_layout.recompute == Recompute::Selective && rc == "selective" && best_layout.recompute_modules != 0)
+        row.filled.push_back("recompute_modules=" + recompute_modules_string(best_layout.recompute_modules));
       if (s.model.name.rfind("row ", 0) != 0) row.filled.push_back("model=" + s.model.name);
       if (!number(t.field(r, "global_batch"))) row.filled.push_back("global_batch=" + std::to_string(s.work.global_batch));
-      if (best_layout.tp_overlap) row.filled.push_back("tp_overlap=on");
-      if (s.work.framework != Framework::Megatron) row.filled.push_back("framework=" + to_string(s.work.framework));
       s.layout = best_layout;
       row.scenario = s;
       row.predicted_to_fit = best_fits;
-      const Prediction& p = *best;
-      // Model FLOPs in the source's own count: Megatron-Bridge's performance tables and Megatron-LM
-      // since 2025 count causal attention at half (causal_self_attn; training.py's "seq_length / 2
-      // # causal mask"), which their TFLOP/s over tokens/s shows per token (L8, L9); Megatron-LM of
-      // 2024 and earlier, NeMo 1 and the papers count it whole (M1, M5, M6 match that).
+      Prediction p = *best;
+      if (opt.null_model) {
+        p.step_time = null_model_step_time(s);
+        set_throughput(p, s.model, s.hardware, s.work, best_layout);
+      }
+      // Model FLOPs in the source's own count (run_facts.cpp: Megatron-LM since 2025 and
+      // Megatron-Bridge count causal attention at half).
       double model_flops_scale = 1;
-      const std::string src = t.field(r, "source");
-      const bool new_megatron = src.find("Megatron-LM") != std::string::npos &&
-                                (src.find("2025") != std::string::npos || src.find("2026") != std::string::npos);
-      if (src.find("Megatron-Bridge") != std::string::npos || new_megatron) {
+      if (run.model_flops_causal_halved) {
         const StepFlops f = step_flops(s.model, s.work, best_layout.recompute);
         model_flops_scale = f.causal_model / f.model;
         row.filled.push_back("model_flops=causal-halved");

@@ -1,5 +1,5 @@
 #pragma once
-// Scoring predictions against measured runs (../shared/validation/README.md format): one row per
+// Scoring predictions against measured runs (data/validation/README.md format): one row per
 // run, metrics iter_s, tflops_hw, tflops_model, mfu_pct, tokens_per_gpu_s, peak_mem_gib.
 #include <functional>
 #include <map>
@@ -9,6 +9,7 @@
 
 #include "common/csv.hpp"
 #include "simulator/cost_model.hpp"
+#include "simulator/run_facts.hpp"
 #include "simulator/scenario.hpp"
 
 namespace sixfold {
@@ -67,13 +68,25 @@ struct ValidationOptions {
   std::function<bool(size_t row_index, const std::string& id)> include;
   // Optional change to every hardware profile before pricing (calibration fits use it).
   std::function<void(HardwareProfile&)> adjust_hardware;
+  // Score the null model instead: each row's step at its model FLOPs over the GPUs' dtype peak at
+  // 50% (null_model_step_time); layouts and unstated fields are still filled by `predictor`.
+  bool null_model = false;
 };
+
+// The baseline every accuracy claim is compared with: model FLOPs / (GPUs x peak x 50%).
+Seconds null_model_step_time(const Scenario& s);
+
+// The source of a row, for out-of-source folds: the `source` column up to " · " (the paper or
+// repository, without the table or file detail).
+std::string source_of_row(const CsvTable& table, size_t row);
 
 // Builds the scenario of a CSV row. Architecture: GPT-style (GELU, LayerNorm, learned positions,
 // tied embeddings, biases, dropout) when ffn = 4*hidden and kv_heads = heads, else Llama-style
 // (SwiGLU, RMSNorm, RoPE, untied). Throws Error with the reason when the row can't be priced.
 using HardwareLookup = std::function<HardwareProfile(const std::string& name)>;
-Scenario scenario_from_row(const CsvTable& table, size_t row, const HardwareLookup& lookup = {});
+// The run's facts (framework, attention, overlap) come from the row's columns only; `settings`
+// receives them with the unstated ones filled (run_facts.hpp).
+Scenario scenario_from_row(const CsvTable& table, size_t row, const HardwareLookup& lookup, RunSettings& settings);
 
 ValidationReport validate_runs(const CsvTable& table, const ValidationOptions& options);
 

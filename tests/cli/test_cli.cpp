@@ -118,7 +118,7 @@ TEST_CASE("models and hardware list as JSON") {
 }
 
 TEST_CASE("validate: summary per metric, bad CSV is an error") {
-  Result r = run_sixfold(std::string("validate ") + SIXFOLD_SHARED_DIR + "/validation/vtrain_multi_node.csv --json");
+  Result r = run_sixfold(std::string("validate ") + SIXFOLD_DATA_DIR + "/validation/vtrain_multi_node.csv --json");
   REQUIRE(r.code == 0);
   const auto j = nlohmann::json::parse(r.output);
   CHECK(j["rows_scored"].get<int>() == 109);
@@ -169,7 +169,7 @@ TEST_CASE("plan --compare says where a given layout ranks and why it loses") {
 }
 
 TEST_CASE("validate --rank: the layout ranked first is measured within 5% of each group's best on average") {
-  Result r = run_sixfold(std::string("validate ") + SIXFOLD_SHARED_DIR + "/validation/vtrain_single_node.csv --rank --json");
+  Result r = run_sixfold(std::string("validate ") + SIXFOLD_DATA_DIR + "/validation/vtrain_single_node.csv --rank --json");
   REQUIRE(r.code == 0);
   const auto j = nlohmann::json::parse(r.output)["ranking"];
   CHECK(j["groups"].get<int>() == 144);

@@ -1,4 +1,4 @@
-// For every dense row of ../shared/validation/published_runs.csv: the published layout fits the
+// For every dense row of data/validation/published_runs.csv: the published layout fits the
 // GPU under the memory model, and the planner's pick for the same model, GPUs and batch is
 // predicted at least as fast. Rows whose layout the memory model puts over the GPU's capacity are
 // reported (MESSAGE) rather than hidden; the memory model belongs to simulator/.
@@ -42,7 +42,7 @@ std::optional<long long> number(const std::string& s) {
 }  // namespace
 
 TEST_CASE("published dense runs: the layout fits and the planner's pick is at least as fast") {
-  std::ifstream f(std::string(SIXFOLD_SHARED_DIR) + "/validation/published_runs.csv");
+  std::ifstream f(std::string(SIXFOLD_DATA_DIR) + "/validation/published_runs.csv");
   REQUIRE(f.good());
   std::string line;
   std::getline(f, line);

@@ -61,7 +61,7 @@ const std::vector<std::string> kNumericFields = {
 TEST_CASE("every built-in hardware profile loads and validates") {
   auto names = builtin_hardware_names();
   std::set<std::string> have(names.begin(), names.end());
-  // The names the validation data (../shared/validation) and the task list use.
+  // The names the validation data (data/validation) and the task list use.
   for (const char* expected : {"a100-sxm-40g", "a100-sxm-80g", "h100-sxm-80g", "h100-96g-500w", "h200-sxm-141g",
                                "h800-sxm-80g", "rtx-4090", "b200", "gb200"})
     CHECK_MESSAGE(have.count(expected) == 1, "missing built-in profile " << expected);

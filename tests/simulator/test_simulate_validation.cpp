@@ -1,5 +1,5 @@
 // `sixfold validate --simulate`: the step simulator, plugged into validation as its predictor,
-// scores the measured runs of ../shared/validation at least as well as the closed form (iter_s
+// scores the measured runs of data/validation at least as well as the closed form (iter_s
 // MAPE, 0.5 percentage points of tolerance), on vTrain's multi-node runs as run on their cluster
 // (configs/clusters/vtrain-a100.yaml, the CLI's --cluster) and on the published runs.
 #include <doctest/doctest.h>
@@ -28,7 +28,7 @@ struct Pair {
 };
 
 Pair score(const std::string& file, const std::string& cluster) {
-  const CsvTable table = read_csv(std::string(SIXFOLD_SHARED_DIR) + "/validation/" + file);
+  const CsvTable table = read_csv(std::string(SIXFOLD_DATA_DIR) + "/validation/" + file);
   ValidationOptions opt;
   if (!cluster.empty()) {
     std::string hardware;
@@ -72,7 +72,7 @@ std::string run_command(const std::string& args) {
 }  // namespace
 
 TEST_CASE("sixfold validate --simulate says which predictor scored the rows") {
-  const std::string file = std::string(SIXFOLD_SHARED_DIR) + "/validation/vtrain_multi_node.csv --cluster vtrain-a100";
+  const std::string file = std::string(SIXFOLD_DATA_DIR) + "/validation/vtrain_multi_node.csv --cluster vtrain-a100";
   const std::string closed = run_command("validate " + file);
   const std::string sim = run_command("validate " + file + " --simulate");
   CHECK(closed.find("predictor: closed form") != std::string::npos);
@@ -114,7 +114,7 @@ TEST_CASE("validate --simulate: published runs, no worse than the closed form") 
 }
 
 TEST_CASE("validate --simulate: each row's prediction is the simulator's for the filled layout") {
-  const CsvTable table = read_csv(std::string(SIXFOLD_SHARED_DIR) + "/validation/vtrain_single_node.csv");
+  const CsvTable table = read_csv(std::string(SIXFOLD_DATA_DIR) + "/validation/vtrain_single_node.csv");
   ValidationOptions opt;
   opt.predictor = simulated;
   const ValidationReport rep = validate_runs(table, opt);

@@ -1,5 +1,5 @@
 // How validation reads a measured run's framework and fills what its source leaves unstated
-// (../shared/validation/README.md: "fills the field the way a user would ... and says so").
+// (data/validation/README.md: "fills the field the way a user would ... and says so").
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -15,9 +15,29 @@ namespace {
 
 const char* kHeader =
     "id,source,layers,hidden,ffn,heads,kv_heads,vocab,seq,experts,topk,moe_ffn,gpu,gpus,gpus_per_node,dp,tp,pp,vpp,cp,ep,sp,"
-    "zero,micro_batch,global_batch,recompute,dtype,tflops_hw,tflops_model,mfu_pct,tokens_per_gpu_s,iter_s,peak_mem_gib,notes\n";
+    "zero,micro_batch,global_batch,recompute,dtype,tflops_hw,tflops_model,mfu_pct,tokens_per_gpu_s,iter_s,peak_mem_gib,notes,"
+    "framework,framework_date,attention,dp_overlap,tp_overlap\n";
+constexpr int kColumns = 39;
 
-ValidationReport run(const std::string& rows) { return validate_runs(parse_csv(std::string(kHeader) + rows, "test.csv"), {}); }
+// Rows are written up to `notes`; the run-fact columns after it may be left off (empty).
+ValidationReport run(const std::string& rows) {
+  std::string text = kHeader, line;
+  for (char c : rows) {
+    if (c != '\n') {
+      line += c;
+      continue;
+    }
+    int fields = 1;
+    bool quoted = false;
+    for (char d : line) {
+      if (d == '"') quoted = !quoted;
+      fields += d == ',' && !quoted;
+    }
+    text += line + std::string(std::max(0, kColumns - fields), ',') + "\n";
+    line.clear();
+  }
+  return validate_runs(parse_csv(text, "test.csv"), {});
+}
 
 bool filled(const RowResult& row, const std::string& prefix) {
   return std::any_of(row.filled.begin(), row.filled.end(), [&](const std::string& f) { return f.rfind(prefix, 0) == 0; });
@@ -25,28 +45,81 @@ bool filled(const RowResult& row, const std::string& prefix) {
 
 }  // namespace
 
-TEST_CASE("validation reads the framework from the source and notes") {
+TEST_CASE("validation reads the framework, its date, attention and overlap from the columns") {
   const ValidationReport rep = run(
-      "T1,pytorch/torchtitan benchmarks,32,4096,14336,32,8,128256,8192,,,,h100-sxm-80g,8,8,8,1,1,1,1,1,0,3,2,16,selective,bf16,,,,1000,,,FSDP2\n"
-      "D1,Narayanan et al. 2021 Table 2,96,12288,49152,96,96,51200,2048,,,,a100-sxm-80g,384,8,384,1,1,1,1,1,0,3,4,1536,full,fp16,144,,,,,,zero=ZeRO-3 (DeepSpeed)\n"
-      "D2,bigscience 2022,24,2048,8192,16,16,50257,2048,,,,a100-sxm-80g,64,8,64,1,1,1,1,1,0,1,1,64,full,bf16,100,,,,,,DeepSpeed ZeRO-1\n"
-      "M1,NVIDIA/Megatron-LM README,24,2048,8192,16,16,131072,4096,,,,h100-sxm-80g,16,8,8,2,1,1,1,1,0,1,1,64,none,bf16,,400,,,,,DP/TP/PP-comm overlap on\n");
-  REQUIRE(rep.rows.size() == 4);
+      "T1,a,32,4096,14336,32,8,128256,8192,,,,h100-sxm-80g,8,8,8,1,1,1,1,1,0,3,2,16,selective,bf16,,,,1000,,,,torchtitan,2024-12,flash,1,\n"
+      "D1,b,96,12288,49152,96,96,51200,2048,,,,a100-sxm-80g,384,8,384,1,1,1,1,1,0,3,4,1536,full,fp16,144,,,,,,,deepspeed,2021-04,,,\n"
+      "D2,c,24,2048,8192,16,16,50257,2048,,,,a100-sxm-80g,64,8,64,1,1,1,1,1,0,1,1,64,full,bf16,100,,,,,,,megatron-deepspeed,2022-02,fused-softmax,0,\n"
+      "M1,d,24,2048,8192,16,16,131072,4096,,,,h100-sxm-80g,16,8,8,2,1,1,1,1,0,1,1,64,none,bf16,,400,,,,,,megatron-lm,2024-07,flash,1,1\n"
+      "M2,e,24,2048,8192,16,16,50257,2048,,,,a100-sxm-80g,16,8,2,8,1,1,1,1,0,0,1,64,none,fp16,100,,,,,,,megatron-lm,2021-04,,,\n");
+  REQUIRE(rep.rows.size() == 5);
   for (const RowResult& row : rep.rows) REQUIRE_MESSAGE(row.scored, row.id << ": " << row.skip_reason);
   CHECK(rep.rows[0].scenario.work.framework == Framework::Torchtitan);
   CHECK(rep.rows[0].scenario.layout.recompute == Recompute::SelectiveOp);  // torchtitan's "selective"
-  CHECK(rep.rows[1].scenario.work.framework == Framework::DeepSpeedLegacy);
+  CHECK(rep.rows[1].scenario.work.framework == Framework::DeepSpeedLegacy);  // ZeRO-3 before PR #1188
+  CHECK_FALSE(rep.rows[1].scenario.work.flash_attention);                  // before FlashAttention existed
+  CHECK(filled(rep.rows[1], "attention=fused-softmax"));
   CHECK(rep.rows[2].scenario.work.framework == Framework::DeepSpeed);
+  CHECK(rep.rows[2].scenario.layout.dp_overlap == DpOverlap::None);
+  CHECK_FALSE(rep.rows[2].scenario.work.flash_attention);
   CHECK(rep.rows[3].scenario.work.framework == Framework::Megatron);
-  // "TP-comm overlap on" turns TP overlap on, with the sequence parallelism it needs.
+  // tp_overlap = 1 turns TP overlap on, with the sequence parallelism it needs.
   CHECK(rep.rows[3].scenario.layout.tp_overlap);
   CHECK(rep.rows[3].scenario.layout.sp);
-  CHECK(filled(rep.rows[3], "tp_overlap"));
+  CHECK_FALSE(filled(rep.rows[3], "tp_overlap"));
+  // Megatron-LM of 2021: local DDP (all-reduce after the backward) and the fused softmax, filled.
+  CHECK(rep.rows[4].scenario.layout.dp_overlap == DpOverlap::None);
+  CHECK_FALSE(rep.rows[4].scenario.work.flash_attention);
+  CHECK(filled(rep.rows[4], "dp_overlap=off"));
+  CHECK(filled(rep.rows[4], "tp_overlap=off"));
+}
+
+TEST_CASE("the validator reads no free text: notes and source change nothing") {
+  const std::string tail = ",32,4096,14336,32,8,128256,8192,,,,h100-sxm-80g,64,8,8,8,1,1,1,1,0,1,1,64,,bf16,,,,1000,,,";
+  const ValidationReport rep = run(
+      "N1,Megatron-DeepSpeed 2021 torchtitan" + tail + "DeepSpeed 2021 torchtitan Async TP TP-comm overlap on Interleaved 1F1B "
+      "recompute=selective (mla_up_proj; layernorm) Megatron-Bridge,megatron-lm,2024-07,flash,1,\n"
+      "N2,x" + tail + ",megatron-lm,2024-07,flash,1,\n");
+  REQUIRE(rep.rows.size() == 2);
+  for (const RowResult& row : rep.rows) REQUIRE_MESSAGE(row.scored, row.id << ": " << row.skip_reason);
+  CHECK(rep.rows[0].predicted == rep.rows[1].predicted);
+  CHECK(rep.rows[0].filled == rep.rows[1].filled);
+  CHECK(rep.rows[0].scenario.layout == rep.rows[1].scenario.layout);
+  CHECK(rep.rows[0].scenario.work.framework == rep.rows[1].scenario.work.framework);
+}
+
+TEST_CASE("a run-fact column outside its allowed values is an error naming the column") {
+  const std::string row = "X1,a,24,2048,8192,16,16,50257,2048,,,,a100-sxm-80g,8,8,8,1,1,1,1,1,0,0,1,8,none,bf16,100,,,,,,,";
+  for (const auto& [facts, column] : {std::pair{"pytorch,,,,", "framework"}, {"megatron-lm,2021,,,", "framework_date"},
+                                     {"megatron-lm,,flash2,,", "attention"}, {"megatron-lm,,,yes,", "dp_overlap"}}) {
+    const ValidationReport rep = run(row + facts + "\n");
+    REQUIRE(rep.rows.size() == 1);
+    CHECK_FALSE(rep.rows[0].scored);
+    CHECK_MESSAGE(rep.rows[0].skip_reason.find("column '" + std::string(column) + "'") != std::string::npos,
+                  rep.rows[0].skip_reason);
+  }
+}
+
+TEST_CASE("a malformed count or metric cell is an input error naming the file, line and column") {
+  const std::string head = "X1,a,";
+  for (const auto& [row, column] :
+       {std::pair{"30.5,2048,8192,16,16,50257,2048,,,,a100-sxm-80g,8,8,8,1,1,1,1,1,0,0,1,8,none,bf16,100,,,,,,,,,,,", "layers"},
+        {"24,2048,8192,16,16,50257,2048,,,,a100-sxm-80g,-8,8,8,1,1,1,1,1,0,0,1,8,none,bf16,100,,,,,,,,,,,", "gpus"},
+        {"24,2048,8192,16,16,50257,2048,,,,a100-sxm-80g,8,8,8,1,1,1,1,1,0,0,1,8,none,bf16,nan,,,,,,,,,,,", "tflops_hw"},
+        {"24,2048,8192,16,16,50257,2048,,,,a100-sxm-80g,8,8,8,1,1,1,1,1,0,0,1,8,none,bf16,100,,,,inf,,,,,,,", "iter_s"}}) {
+    try {
+      run(head + row + "\n");
+      FAIL("accepted a bad " << column);
+    } catch (const Error& e) {
+      const std::string what = e.what();
+      CHECK_MESSAGE(what.find("test.csv:2: column '" + std::string(column) + "'") != std::string::npos, what);
+    }
+  }
 }
 
 TEST_CASE("torchtitan pipelines: the local batch splits into one micro-batch per stage, the global batch is dp x local") {
   const ValidationReport rep = run(
-      "P1,pytorch/torchtitan benchmarks,32,4096,14336,32,8,128256,8192,,,,h100-sxm-80g,32,8,4,1,8,1,1,1,0,3,16,,full,bf16,,,,100,,,\n");
+      "P1,pytorch/torchtitan benchmarks,32,4096,14336,32,8,128256,8192,,,,h100-sxm-80g,32,8,4,1,8,1,1,1,0,3,16,,full,bf16,,,,100,,,,torchtitan\n");
   const RowResult& row = rep.rows.at(0);
   REQUIRE_MESSAGE(row.scored, row.skip_reason);
   CHECK(row.scenario.layout.micro_batch == 2);      // 16 sequences over 8 stages
@@ -55,25 +128,25 @@ TEST_CASE("torchtitan pipelines: the local batch splits into one micro-batch per
   CHECK(filled(row, "global_batch=64"));
 }
 
-TEST_CASE("torchtitan's Interleaved 1F1B without a stage count: two stages per rank, split as evenly as it goes") {
-  // 30 layers over pp 4: stages of 8, 8, 7, 7 layers; torchtitan splits them into 8 virtual stages of
-  // 4 or 3 layers, which Megatron (equal virtual stages) cannot run.
+TEST_CASE("an unstated vpp is the fastest that fits, as the micro-batch; torchtitan's virtual stages may be uneven") {
+  // 30 layers over pp 4: stages of 8, 8, 7, 7 layers; torchtitan splits them into virtual stages
+  // of uneven sizes, which Megatron (equal virtual stages) cannot run.
   const ValidationReport rep = run(
-      "I1,pytorch/torchtitan benchmarks · Table 5: Interleaved 1F1B,30,4096,14336,32,8,128256,8192,,,,h100-sxm-80g,32,8,8,1,4,1,1,1,0,3,8,,full,bf16,,,,100,,,\n"
-      "I2,pytorch/torchtitan benchmarks · Table 5: 1F1B,30,4096,14336,32,8,128256,8192,,,,h100-sxm-80g,32,8,8,1,4,1,1,1,0,3,8,,full,bf16,,,,100,,,\n"
-      "I3,NVIDIA/Megatron-LM README · Interleaved 1F1B,29,4096,14336,32,8,128256,8192,,,,h100-sxm-80g,32,8,8,1,4,2,1,1,0,1,1,64,full,bf16,,,,100,,,\n");
+      "I1,a,30,4096,14336,32,8,128256,8192,,,,h100-sxm-80g,32,8,8,1,4,,1,1,0,3,8,,full,bf16,,,,100,,,,torchtitan\n"
+      "I2,a,30,4096,14336,32,8,128256,8192,,,,h100-sxm-80g,32,8,8,1,4,1,1,1,0,3,8,,full,bf16,,,,100,,,,torchtitan\n"
+      "I3,b,29,4096,14336,32,8,128256,8192,,,,h100-sxm-80g,32,8,8,1,4,2,1,1,0,1,1,64,full,bf16,,,,100,,,,megatron-lm\n");
   REQUIRE(rep.rows.size() == 3);
-  const RowResult& interleaved = rep.rows[0];
-  REQUIRE_MESSAGE(interleaved.scored, interleaved.skip_reason);
-  CHECK(interleaved.scenario.layout.vpp == 2);
-  CHECK(interleaved.scenario.layout.schedule == Schedule::Interleaved);
-  CHECK(filled(interleaved, "vpp=2"));
+  const RowResult& filled_vpp = rep.rows[0];
+  REQUIRE_MESSAGE(filled_vpp.scored, filled_vpp.skip_reason);
+  CHECK(filled_vpp.scenario.layout.vpp > 1);
+  CHECK(filled_vpp.scenario.layout.schedule == Schedule::Interleaved);
+  CHECK(filled(filled_vpp, "vpp=" + std::to_string(filled_vpp.scenario.layout.vpp)));
   const RowResult& plain = rep.rows[1];
   REQUIRE_MESSAGE(plain.scored, plain.skip_reason);
   CHECK(plain.scenario.layout.vpp == 1);
   CHECK_FALSE(filled(plain, "vpp"));
   // The interleaved row holds more micro-batches in flight and has the smaller bubble.
-  CHECK(interleaved.predicted.at("tokens_per_gpu_s") > plain.predicted.at("tokens_per_gpu_s"));
+  CHECK(filled_vpp.predicted.at("tokens_per_gpu_s") > plain.predicted.at("tokens_per_gpu_s"));
   // Megatron's uneven virtual stages (29 layers: no split, with or without the embedding and the
   // loss counted, gives 8 equal ones) stay an impossible layout, by name.
   CHECK_FALSE(rep.rows[2].scored);
@@ -102,8 +175,11 @@ TEST_CASE("model TFLOP/s in the source's count: Megatron-Bridge and 2025+ Megatr
   // The same run reported by three sources: only the FLOP convention differs, so the predicted
   // TFLOP/s of the halving sources is lower by the attention's half share, and tokens/s is not.
   const std::string row = ",32,4096,14336,32,8,128256,8192,,,,h100-sxm-80g,8,8,8,1,1,1,1,1,0,1,1,64,none,bf16,,700,,5000,,,\n";
-  const ValidationReport rep = run("C1,NVIDIA/Megatron-LM README (2024-07)" + row + "C2,NVIDIA-NeMo/Megatron-Bridge performance summary" + row +
-                                   "C3,NVIDIA/Megatron-LM dev branch recipes (2026)" + row);
+  // framework_date decides the convention (run_facts.cpp), the source's wording does not.
+  std::string rows;
+  for (const char* facts : {"megatron-lm,2024-07", "megatron-lm,2025-11", "megatron-lm,2026-08"})
+    rows += std::string("C,x") + row.substr(0, row.size() - 1) + "," + facts + "\n";
+  const ValidationReport rep = run(rows);
   REQUIRE(rep.rows.size() == 3);
   for (const RowResult& r : rep.rows) REQUIRE_MESSAGE(r.scored, r.skip_reason);
   const Scenario& s = rep.rows[0].scenario;
@@ -131,17 +207,20 @@ TEST_CASE("unstated dense FFN is 4 x hidden; unstated layouts and impossible bat
   CHECK(rep.rows[2].skip_reason == "layout invalid: global batch divisible by dp*micro-batch");
 }
 
-TEST_CASE("Megatron recompute modules are read from the recompute field of the notes, and only those the model has") {
+TEST_CASE("Megatron's selective recompute: the lightest module set that fits, as for an unstated policy") {
+  // DeepSeek-V3 on 2048 H800 with selective recompute: core attention alone does not fit, the
+  // ladder's heavier sets (moe_act, layernorm, mla_up_proj) are tried until one does.
   const ValidationReport rep = run(
-      "R1,NVIDIA/Megatron-Bridge,24,2048,,16,4,151936,4096,64,8,768,h100-sxm-80g,8,8,8,1,1,1,1,8,0,1,1,64,selective,bf16,,300,,,,,"
-      "\"raw: recompute=selective (moe_act, layernorm); zero=distributed optimizer; moe=64 top-8\"\n"
-      "R2,DeepSeek-AI 2024,24,2048,,16,16,129280,4096,64,8,768,h100-sxm-80g,8,8,8,1,1,1,1,8,0,1,1,64,selective,bf16,,300,,,,,"
-      "raw: recompute=selective: RMSNorm + MLA up-projection recompute; moe=64\n");
+      "R1,a,61,7168,18432,128,,129280,4096,256,8,2048,h800-sxm-80g,2048,8,128,1,16,1,1,64,0,1,1,15360,selective,fp8,,,,1543,,,,deepseek-internal\n"
+      "R2,b,24,2048,8192,16,16,50257,2048,,,,a100-sxm-80g,8,8,8,1,1,1,1,1,0,0,1,8,selective,bf16,100,,,,,,,megatron-lm\n");
   REQUIRE(rep.rows.size() == 2);
   for (const RowResult& row : rep.rows) REQUIRE_MESSAGE(row.scored, row.id << ": " << row.skip_reason);
-  CHECK(rep.rows[0].scenario.layout.recompute_modules == (recompute_module::kMoeAct | recompute_module::kLayernorm));
-  // The CSV has no MLA fields: the up-projection module is dropped, RMSNorm read as layernorm.
-  CHECK(rep.rows[1].scenario.layout.recompute_modules == recompute_module::kLayernorm);
+  CHECK(rep.rows[0].predicted_to_fit);
+  CHECK(rep.rows[0].scenario.layout.recompute_modules != 0);
+  CHECK(filled(rep.rows[0], "recompute_modules="));
+  // A small model fits with the default (core attention): nothing is filled.
+  CHECK(rep.rows[1].scenario.layout.recompute_modules == 0);
+  CHECK_FALSE(filled(rep.rows[1], "recompute_modules"));
 }
 
 TEST_CASE("a row with a built-in model's shape gets its whole architecture") {

@@ -21,6 +21,8 @@
 #include "simulator/profile_yaml.hpp"
 #include "tools/cli/command.hpp"
 
+#include <nlohmann/json.hpp>
+
 namespace sixfold::cli {
 namespace {
 
@@ -45,7 +47,9 @@ void write_profile(const std::string& yaml, const std::string& output) {
 }
 
 struct CalibrateCommand {
-  std::string runs, hardware, split = "even", backend, output, name, kineto;
+  std::vector<std::string> runs;
+  std::string hardware, split = "even", backend, output, name, kineto, cv;
+  bool json = false;
   std::vector<std::string> parameters;
   int rounds = 3;
 
@@ -156,6 +160,61 @@ struct CalibrateCommand {
 #endif
   }
 
+  // Out-of-source cross-validation (profile_fit.hpp): per fold and pooled out-of-fold MAPE per
+  // metric, with the null model on the same rows.
+  int run_cv() const {
+    if (cv != "source") throw UsageError("--cv '" + cv + "': allowed: source");
+    if (!hardware.empty()) throw UsageError("--cv source fits framework terms for every GPU alike: drop --hardware");
+    std::vector<CsvTable> tables;
+    for (const auto& f : runs) tables.push_back(read_csv(f));
+    const std::vector<std::string>& names = parameters.empty() ? default_cv_parameters() : parameters;
+    const std::vector<std::string> fitted = names.size() == 1 && names[0] == "none" ? std::vector<std::string>{} : names;
+    const CrossValidation result = cross_validate_by_source(tables, fitted, rounds);
+    auto metrics_json = [](const std::map<std::string, MetricSummary>& m) {
+      nlohmann::ordered_json j = nlohmann::ordered_json::object();
+      for (const auto& [metric, s] : m)
+        j[metric] = {{"n", s.n}, {"mape_pct", s.mape_pct}, {"median_pct", s.median_pct}, {"worst_pct", s.worst_pct},
+                     {"worst_id", s.worst_id}};
+      return j;
+    };
+    if (json) {
+      nlohmann::ordered_json j;
+      j["cv"] = "source";
+      j["fitted"] = fitted;
+      j["folds"] = nlohmann::ordered_json::array();
+      for (const CvFold& f : result.folds) {
+        nlohmann::ordered_json fj = {{"source", f.source}, {"rows", f.rows}, {"metrics", metrics_json(f.metrics)},
+                                     {"null_model", metrics_json(f.null_metrics)}};
+        for (const auto& p : f.parameters) fj["parameters"][p.path] = p.value;
+        j["folds"].push_back(fj);
+      }
+      j["metrics"] = metrics_json(result.metrics);
+      j["null_model"] = metrics_json(result.null_metrics);
+      j["rows"] = nlohmann::ordered_json::array();
+      for (const CvRow& r : result.rows)
+        j["rows"].push_back({{"id", r.id}, {"source", r.source}, {"framework", r.framework}, {"gpu", r.gpu}, {"gpus", r.gpus},
+                             {"error_pct", r.error_pct}, {"null_error_pct", r.null_error_pct}});
+      std::cout << j.dump(2) << "\n";
+      return 0;
+    }
+    std::printf("# out-of-source cross-validation of %zu file(s): fit %s on every source but one, score the one left out\n",
+                runs.size(), fitted.empty() ? "nothing (fit-free)" : "the framework terms");
+    std::printf("%-70s %5s  %s\n", "source left out", "rows", "MAPE per metric (null model)");
+    for (const CvFold& f : result.folds) {
+      std::string line;
+      for (const auto& [metric, s] : f.metrics) {
+        char buf[96];
+        std::snprintf(buf, sizeof buf, " %s %.1f%% (%.1f%%)", metric.c_str(), s.mape_pct, f.null_metrics.at(metric).mape_pct);
+        line += buf;
+      }
+      std::printf("%-70.70s %5d %s\n", f.source.c_str(), f.rows, line.c_str());
+    }
+    std::printf("# pooled out-of-fold\n%-18s %5s %10s %10s\n", "metric", "n", "MAPE %", "null MAPE %");
+    for (const auto& [metric, s] : result.metrics)
+      std::printf("%-18s %5d %10.2f %10.2f\n", metric.c_str(), s.n, s.mape_pct, result.null_metrics.at(metric).mape_pct);
+    return 0;
+  }
+
   int run() const {
     if (!kineto.empty()) return run_kineto();
     if (backend == "cpu") return run_cpu();
@@ -167,13 +226,15 @@ struct CalibrateCommand {
           "--hardware NAME to fit one to a PyTorch profiler trace, or --backend cpu|cuda to microbenchmark this machine "
           "(cuda: the CUDA build on a machine with a GPU, tools/gpu-check.sh)");
     }
+    if (!cv.empty()) return run_cv();
+    if (runs.size() > 1) throw UsageError("--from-runs takes one file unless --cv source is given");
     if (hardware.empty()) throw UsageError("--hardware is required with --from-runs");
-    const CsvTable table = read_csv(runs);
+    const CsvTable table = read_csv(runs[0]);
     const FitResult fit = fit_profile_to_runs(table, hardware, split, rounds, parameters);
     char date[32];
     std::time_t now = std::time(nullptr);
     std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
-    std::printf("# fit of %s to the step time and throughput of %s, %s rows (%d), %d rounds, %s\n", hardware.c_str(), runs.c_str(), split.c_str(),
+    std::printf("# fit of %s to the step time and throughput of %s, %s rows (%d), %d rounds, %s\n", hardware.c_str(), runs[0].c_str(), split.c_str(),
                 fit.fit_rows, rounds, date);
     std::printf("# MAPE on fitted rows: %.2f%% -> %.2f%%; on %d held-out rows: %.2f%% -> %.2f%%\n", fit.initial_fit_mape_pct,
                 fit.fit_mape_pct, fit.holdout_rows, fit.initial_holdout_mape_pct, fit.holdout_mape_pct);
@@ -186,9 +247,15 @@ Registrar reg("calibrate", "fit a hardware profile to measured runs (or, with a 
   auto cmd = std::make_shared<CalibrateCommand>();
   app.add_option("--from-runs", cmd->runs, "validation CSV of measured runs to fit step time and throughput (iter_s, TFLOP/s, MFU, tokens/s) to");
   app.add_option("--hardware", cmd->hardware, "the profile to fit (rows on other GPUs are ignored); with --from-kineto or --backend cuda the base profile");
+  app.add_option("--cv", cmd->cv,
+                 "source: out-of-source cross-validation over the --from-runs files (fit the framework terms on every "
+                 "source but one, score the one left out); prints per fold and pooled out-of-fold MAPE");
+  app.add_flag("--json", cmd->json, "with --cv: {\"folds\": [{source, rows, metrics}], \"metrics\": {METRIC: {n, mape_pct}}, ...}");
   app.add_option("--split", cmd->split, "even: fit even rows, report odd ones (default); odd: the reverse");
   app.add_option("--rounds", cmd->rounds, "coordinate-descent rounds (default 3)");
-  app.add_option("--parameters", cmd->parameters, "profile fields to fit, comma-separated (default: all fittable)")->delimiter(',');
+  app.add_option("--parameters", cmd->parameters,
+                 "profile fields to fit, comma-separated (default: all fittable; with --cv: kernel_overhead,dispatch_overlap, "
+                 "'none' for a fit-free score)")->delimiter(',');
   app.add_option("--backend", cmd->backend,
                  "cpu: microbenchmark the executor's CPU ranks (run under mpirun -np 2 to measure MPI too); "
                  "cuda: microbenchmarks on this machine's GPU");

@@ -1,4 +1,4 @@
-// sixfold validate FILE.csv: score predictions against measured runs (../shared/validation format),
+// sixfold validate FILE.csv: score predictions against measured runs (data/validation format),
 // with the closed form (default) or, with --simulate, the step simulator.
 #include <map>
 #include <cmath>
@@ -16,16 +16,17 @@ namespace {
 
 struct ValidateCommand {
   std::string file, cluster;
-  bool json = false, rank = false, simulate = false;
+  bool json = false, rank = false, simulate = false, null_model = false;
 
   const char* predictor_name() const { return simulate ? "simulator" : "closed-form"; }
 
   int run() const {
     const CsvTable table = read_csv(file);
     for (const char* col : {"id", "layers", "hidden", "heads", "vocab", "seq", "gpu", "gpus", "global_batch"})
-      if (table.column(col) < 0) throw Error(file + ": missing column '" + col + "' (format: ../shared/validation/README.md)");
+      if (table.column(col) < 0) throw Error(file + ": missing column '" + col + "' (format: data/validation/README.md)");
     ValidationOptions opt;
     opt.rank = rank;
+    opt.null_model = null_model;
     if (simulate) opt.predictor = simulated_prediction;
     if (!cluster.empty()) {
       // Score every row as run on this cluster: its node size and network override the profile's.
@@ -170,11 +171,14 @@ struct ValidateCommand {
   }
 };
 
-Registrar reg("validate", "score predictions against measured runs (CSV, ../shared/validation format)", [](CLI::App& app) {
+Registrar reg("validate", "score predictions against measured runs (CSV, data/validation format)", [](CLI::App& app) {
   auto cmd = std::make_shared<ValidateCommand>();
   app.add_option("file", cmd->file, "CSV of measured runs")->required();
   app.add_flag("--json", cmd->json, "machine-readable output");
   app.add_option("--cluster", cmd->cluster, "cluster YAML whose node size and network apply to every row");
+  app.add_flag("--null-model", cmd->null_model,
+               "score the null model instead: every row at its model FLOPs / (GPUs x dtype peak x 50%), the baseline "
+               "an accuracy figure must beat");
   app.add_flag("--simulate", cmd->simulate, "price every row with the step simulator instead of the closed form");
   app.add_flag("--rank", cmd->rank, "score the ranking of layouts within groups of the same model, GPUs and batch");
   return Action([cmd] { return cmd->run(); });

@@ -1,0 +1,157 @@
+#include "simulator/run_facts.hpp"
+
+#include <cctype>
+
+#include "common/error.hpp"
+
+namespace sixfold {
+
+namespace {
+
+// The codebases a validation row may name (data/validation/README.md), and whose implementation
+// the cost model follows for each.
+struct Codebase {
+  const char* name;
+  Framework framework;
+  bool selective_is_op_level;
+  bool local_batch_semantics;
+  const char* why;
+};
+const Codebase kCodebases[] = {
+    {"megatron-lm", Framework::Megatron, false, false, "Megatron-LM / Megatron-Core, NeMo and Megatron-Bridge recipes"},
+    {"megatron-deepspeed", Framework::DeepSpeed, false, false,
+     "Megatron's model code driven by the DeepSpeed engine (its ZeRO, pipeline engine and gradient reduction)"},
+    {"deepspeed", Framework::DeepSpeed, false, false, "the DeepSpeed engine"},
+    {"torchtitan", Framework::Torchtitan, true, true,
+     "FSDP2/DTensor; activation_checkpoint.mode=selective defaults to op-level (selective_ac_option 'op'); "
+     "training.batch_size is the local batch, split into one micro-batch per stage (pipeline_parallel_microbatches unset)"},
+    {"llm-foundry", Framework::Torchtitan, false, false,
+     "Composer's PyTorch FSDP (FULL_SHARD, one flat buffer per block, fp32 reduce) and plain cross-entropy under "
+     "autocast: FSDP's traits; its activation checkpointing is per block"},
+    // OPT trained with FSDP (fairscale) over Megatron tensor parallelism and Megatron's
+    // vocab-parallel cross-entropy (metaseq/model_parallel): Megatron's traits, per-layer gathers.
+    {"metaseq", Framework::Megatron, false, false, "FSDP over Megatron tensor parallelism"},
+    {"megascale", Framework::Megatron, false, false, "MegaScale is built on Megatron-LM (Jiang et al. 2024, arXiv 2402.15627)"},
+    {"meta-internal", Framework::Megatron, false, false, "Megatron-style 4D parallelism (Llama 3 report, section 3.3)"},
+    {"deepseek-internal", Framework::Megatron, false, false, "HAI-LLM, Megatron-style parallelism (DeepSeek-V3 report, 3.2)"},
+    {"other", Framework::Megatron, false, false, "no codebase stated: Megatron-Core's behaviour, the common reference"},
+};
+
+enum class Setting { FlashAttention, DpOverlap, ModelFlopsCausalHalved, Zero3Synchronous };
+
+// What a codebase did by default in [from, until) (yyyymm; 0 = open). "*" is every codebase.
+// min_pp / zero_at_most restrict an entry to layouts where the behaviour applied. Later entries
+// win. A row whose date is not stated is read as run today: entries with an end do not apply.
+struct DatedDefault {
+  const char* codebase;
+  int from, until;
+  Setting setting;
+  bool value;
+  int min_pp = 1;
+  int zero_at_most = 3;
+  const char* source = "";
+};
+const DatedDefault kDatedDefaults[] = {
+    {"*", 0, 0, Setting::FlashAttention, true, 1, 3, "every current framework runs a flash kernel (SDPA, TE, FA2)"},
+    {"*", 0, 202206, Setting::FlashAttention, false, 1, 3,
+     "FlashAttention was published in 2022-05 (Dao et al., arXiv 2205.14135); earlier runs kept the s x s scores"},
+    {"megatron-lm", 0, 202407, Setting::FlashAttention, false, 1, 3,
+     "Megatron-LM: --use-flash-attn was opt-in (arguments.py, 2023-01); before it, core attention was QK^T, "
+     "fused scale-mask-softmax and PV; Transformer Engine's fused attention is the default from NeMo 24.07 "
+     "(data/validation/README.md)"},
+    {"megatron-deepspeed", 0, 0, Setting::FlashAttention, false, 1, 3,
+     "Megatron-DeepSpeed's GPT runs unfused attention with the fused softmax unless --use-flash-attn is given"},
+    {"*", 0, 0, Setting::DpOverlap, true, 1, 3, "DDP/FSDP buckets reduce during the backward"},
+    {"megatron-lm", 0, 202309, Setting::DpOverlap, false, 1, 3,
+     "Megatron-LM's default --DDP-impl local all-reduced gradients after the backward (arguments.py); "
+     "--overlap-grad-reduce came in 2023-09 (data/validation/README.md)"},
+    {"megatron-deepspeed", 0, 0, Setting::DpOverlap, false, 2, 3,
+     "DeepSpeed's pipeline engine reduces gradients in its own step after the last backward "
+     "(deepspeed/runtime/pipe/engine.py, _exec_reduce_grads)"},
+    {"deepspeed", 0, 0, Setting::DpOverlap, false, 2, 3, "as megatron-deepspeed: the pipeline engine"},
+    {"megatron-deepspeed", 0, 0, Setting::DpOverlap, false, 1, 2,
+     "the DeepSpeed engine all-reduces after loss.backward() without ZeRO (engine.backward -> allreduce_gradients), "
+     "and ZeRO-1/2's overlap_comm defaults to false (DeepSpeed ZeRO config docs)"},
+    {"deepspeed", 0, 0, Setting::DpOverlap, false, 1, 2, "as megatron-deepspeed"},
+    {"megatron-lm", 202501, 0, Setting::ModelFlopsCausalHalved, true, 1, 3,
+     "Megatron-LM's training.py num_floating_point_operations counts causal attention at half ('seq_length / 2 "
+     "# causal mask') since 2025; Megatron-Bridge's tables follow it"},
+    {"deepspeed", 0, 202107, Setting::Zero3Synchronous, true, 1, 3,
+     "DeepSpeed's ZeRO-3 synchronised the GPU before every parameter gather until PR #1188 (2021-06; issue #1069)"},
+    {"megatron-deepspeed", 0, 202107, Setting::Zero3Synchronous, true, 1, 3, "as deepspeed"},
+};
+
+bool dated_default(const RunFacts& f, Setting s, int pp, int zero) {
+  bool value = false;
+  for (const DatedDefault& d : kDatedDefaults) {
+    if (d.setting != s) continue;
+    if (std::string(d.codebase) != "*" && f.codebase != d.codebase) continue;
+    if (pp < d.min_pp || zero > d.zero_at_most) continue;
+    if (f.date == 0 ? d.until != 0 : (f.date < d.from || (d.until != 0 && f.date >= d.until))) continue;
+    value = d.value;
+  }
+  return value;
+}
+
+std::optional<bool> flag01(const std::string& column, const std::string& v) {
+  if (v.empty() || v == "unknown") return std::nullopt;
+  if (v == "1") return true;
+  if (v == "0") return false;
+  throw Error("column '" + column + "': value '" + v + "' is not 0, 1 or empty");
+}
+
+}  // namespace
+
+RunFacts parse_run_facts(const std::string& framework, const std::string& framework_date, const std::string& attention,
+                         const std::string& dp_overlap, const std::string& tp_overlap) {
+  RunFacts f;
+  f.codebase = framework.empty() || framework == "unknown" ? "other" : framework;
+  bool known = false;
+  std::string names;
+  for (const Codebase& c : kCodebases) {
+    known = known || f.codebase == c.name;
+    names += std::string(names.empty() ? "" : ", ") + c.name;
+  }
+  if (!known) throw Error("column 'framework': value '" + framework + "' is not one of " + names);
+  if (!framework_date.empty() && framework_date != "unknown") {
+    const std::string& d = framework_date;
+    const bool shape = d.size() == 7 && d[4] == '-' &&
+                       std::isdigit((unsigned char)d[0]) && std::isdigit((unsigned char)d[1]) &&
+                       std::isdigit((unsigned char)d[2]) && std::isdigit((unsigned char)d[3]) &&
+                       std::isdigit((unsigned char)d[5]) && std::isdigit((unsigned char)d[6]);
+    const int month = shape ? std::stoi(d.substr(5, 2)) : 0;
+    if (!shape || month < 1 || month > 12)
+      throw Error("column 'framework_date': value '" + d + "' is not YYYY-MM");
+    f.date = std::stoi(d.substr(0, 4)) * 100 + month;
+  }
+  if (attention == "flash") f.flash_attention = true;
+  else if (attention == "fused-softmax") f.flash_attention = false, f.fused_softmax = true;
+  else if (attention == "unfused") f.flash_attention = false, f.fused_softmax = false;
+  else if (!attention.empty() && attention != "unknown")
+    throw Error("column 'attention': value '" + attention + "' is not flash, fused-softmax, unfused or empty");
+  f.dp_overlap = flag01("dp_overlap", dp_overlap);
+  f.tp_overlap = flag01("tp_overlap", tp_overlap);
+  return f;
+}
+
+RunSettings run_settings(const RunFacts& f, int pp, int zero) {
+  RunSettings s;
+  for (const Codebase& c : kCodebases) {
+    if (f.codebase != c.name) continue;
+    s.framework = c.framework;
+    s.selective_is_op_level = c.selective_is_op_level;
+    s.local_batch_semantics = c.local_batch_semantics;
+  }
+  if (s.framework == Framework::DeepSpeed && dated_default(f, Setting::Zero3Synchronous, pp, zero))
+    s.framework = Framework::DeepSpeedLegacy;
+  s.flash_attention = f.flash_attention.value_or(dated_default(f, Setting::FlashAttention, pp, zero));
+  s.filled_flash = !f.flash_attention.has_value();
+  s.dp_overlap = f.dp_overlap.value_or(dated_default(f, Setting::DpOverlap, pp, zero));
+  s.filled_dp_overlap = !f.dp_overlap.has_value();
+  s.tp_overlap = f.tp_overlap.value_or(false);  // off unless a row says so: every framework's default
+  s.filled_tp_overlap = !f.tp_overlap.has_value();
+  s.model_flops_causal_halved = dated_default(f, Setting::ModelFlopsCausalHalved, pp, zero);
+  return s;
+}
+
+}  // namespace sixfold

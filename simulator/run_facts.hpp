@@ -1,0 +1,52 @@
+#pragma once
+// The facts of a measured run that are not its layout: which codebase ran it and when, its
+// attention kernel and whether DP and TP communication overlapped. They come from a validation
+// row's columns (framework, framework_date, attention, dp_overlap, tp_overlap; data/validation/
+// README.md); where a column is empty, from what the named codebase did by default at its date
+// (the one table of such facts, run_facts.cpp, each entry with its source). Nothing here reads
+// free text.
+#include <optional>
+#include <string>
+
+#include "models/layout.hpp"
+
+namespace sixfold {
+
+struct RunFacts {
+  std::string codebase;  // the `framework` column: megatron-lm, megatron-deepspeed, torchtitan, ...
+  int date = 0;          // framework_date as yyyymm (202104); 0 when not stated
+  // As stated by the row; nullopt where its cell is empty.
+  std::optional<bool> flash_attention;
+  std::optional<bool> fused_softmax;  // attention without flash: Megatron's fused scale-mask-softmax or not
+  std::optional<bool> dp_overlap;
+  std::optional<bool> tp_overlap;
+};
+
+// Parses the columns' cells; throws Error naming the column, value and what is allowed.
+RunFacts parse_run_facts(const std::string& framework, const std::string& framework_date, const std::string& attention,
+                         const std::string& dp_overlap, const std::string& tp_overlap);
+
+// What the cost model runs for a row: the framework whose traits it follows, and the settings a
+// row left unstated filled with the codebase's default at its date.
+struct RunSettings {
+  Framework framework = Framework::Megatron;
+  bool flash_attention = true;
+  bool dp_overlap = true;
+  bool tp_overlap = false;
+  // Megatron-LM since 2025 (and Megatron-Bridge) counts causal attention at half in its model
+  // TFLOP/s; older Megatron-LM, NeMo 1 and the papers count it whole.
+  bool model_flops_causal_halved = false;
+  // "selective" recompute means op-level selective checkpointing (torchtitan's default "op").
+  bool selective_is_op_level = false;
+  // The global batch is dp x the stated local batch, and a pipeline splits that local batch into
+  // one micro-batch per stage (torchtitan's defaults).
+  bool local_batch_semantics = false;
+  // Which settings came from the table rather than the row (for the validator's "filled" counts).
+  bool filled_flash = false, filled_dp_overlap = false, filled_tp_overlap = false;
+};
+
+// `pp` and `zero` matter for what a codebase did (Megatron's local DDP with pipelines, DeepSpeed's
+// pipeline engine). Throws Error for a codebase the table does not know.
+RunSettings run_settings(const RunFacts& facts, int pp, int zero);
+
+}  // namespace sixfold
