@@ -95,6 +95,13 @@ std::vector<StageTime> stage_times(const ModelSpec& model, const HardwareProfile
     // Data-parallel traffic of this stage and how much of it the compute hides.
     const DpTraffic dp = dp_traffic(model, hw, work, l, st);
     const FrameworkTraits fw = framework_traits(work.framework);
+    // DeepSpeed's per-module ZeRO-3 fetches hold up the host in every forward and backward.
+    if (l.zero == 3 && !dp.gather_once) {
+      const Seconds host_f = dp.fetch_host, host_b = dp.backward_gather_passes * dp.fetch_host;
+      s.forward += host_f;
+      s.backward += host_b;
+      s.overhead += host_f + host_b;
+    }
     // One micro-batch's backward as it runs, exposed TP/CP/EP communication included: the DP
     // stream keeps reducing while the compute stream waits on those (the simulator does the same).
     const Seconds window = b.duration();

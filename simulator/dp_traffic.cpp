@@ -54,6 +54,7 @@ DpTraffic dp_traffic(const ModelSpec& model, const HardwareProfile& hw, const Wo
       t.gathers = std::max(layers, st.dense_layers * weights_per_layer(model, l, false) +
                                        st.moe_layers * weights_per_layer(model, l, true));
     t.gather_pass = t.gathers * one_of(Collective::AllGather, dense_weights, expert_weights, t.gathers);
+    if (fw.zero3_gather_per_tensor) t.fetch_host = double(t.gathers) * kZero3FetchHostOps * hw.kernel_overhead;
     if (fw.zero3_regathers_for_recompute && l.recompute == Recompute::Full) t.backward_gather_passes = 2;
     // Legacy DeepSpeed reduce-scatters each weight's gradient on its own, like its gathers.
     t.synchronous = fw.zero3_synchronous;

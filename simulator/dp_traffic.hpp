@@ -19,8 +19,20 @@ struct DpTraffic {
   Seconds param_gather = 0;    // ZeRO-1/2: the updated parameters gathered once after the step
   bool reduce_every_micro_batch = false;  // ZeRO-2/3 reduce each micro-batch's gradients
   bool gather_once = false;               // ZeRO-3 parameters kept gathered through the step (torchtitan under PP)
+  // Host time of one pass's per-tensor fetches (DeepSpeed's ZeRO-3 module hooks), spent on the
+  // compute stream's critical path: the hook waits for its gather before the module runs.
+  Seconds fetch_host = 0;
   Seconds reductions_time() const { return reductions * reduction; }
 };
+
+// Host operations of one ZeRO-3 parameter fetch in DeepSpeed, each priced at the profile's
+// kernel_overhead: allocating the gathered buffer, launching the all-gather, recording and
+// waiting on its completion (partition_parameters.py _all_gather_params, AllGatherHandle.wait;
+// PartitionedParameterCoordinator.fetch_sub_module). A prior counted from that code, not a fit:
+// DeepSpeed's own work on coalescing these fetches (PR #6649, "reduce many hooks") reports 40%
+// faster steps on host-sensitive devices, and issue #5047 traces ZeRO-3's slowness to too many
+// small all-gathers.
+inline constexpr int kZero3FetchHostOps = 4;
 
 DpTraffic dp_traffic(const ModelSpec& model, const HardwareProfile& hw, const Workload& work, const Layout& layout,
                      const StageProgram& stage);

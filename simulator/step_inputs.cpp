@@ -108,6 +108,10 @@ PipelineInputs pipeline_inputs(const ModelSpec& model, const HardwareProfile& hw
       ch.reduction = dp.reduction;
       ch.param_gather = l.zero == 3 ? dp.gather_pass / v : 0;
       ch.param_gather_backward = dp.backward_gather_passes * ch.param_gather;
+      if (l.zero == 3 && !dp.gather_once) {  // DeepSpeed's per-module fetches, as the closed form
+        ch.forward.overhead += dp.fetch_host / v;
+        ch.backward.overhead += dp.backward_gather_passes * dp.fetch_host / v;
+      }
 
       s.chunks.push_back(ch);
     }
