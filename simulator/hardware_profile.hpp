@@ -51,6 +51,15 @@ struct HardwareProfile {
   CollectiveCurve inter_node;            // collectives whose group spans nodes
   Bytes context_memory = 0;              // CUDA context + cuBLAS/NCCL workspaces held per GPU
   Seconds kernel_overhead = 4e-6;        // host dispatch per op (framework + launch): op lists take at least ops x this
+  // Price GEMMs and attention from the GPU's measured kernel tables (simulator/kernel_tables.hpp)
+  // where they exist; false keeps the profile's efficiency curve (a calibrated profile's own fit).
+  bool use_kernel_tables = true;
+  // Measured kernels run slower inside a training step than alone in a microbenchmark: sustained
+  // power draw lowers the clocks, and communication kernels share the SMs and L2 (NCCL channels
+  // run on SMs). One multiplier on the tabled GEMM and attention times, the same for every GPU,
+  // fitted on measured runs (sixfold calibrate --cv source reports it out of source;
+  // bench/RESULTS.md). 1 = the microbenchmark's rate.
+  double kernel_slowdown = 1.0;
   double dispatch_overlap = 0;           // share of min(host, GPU) time of an op list that hides behind the other
   std::map<std::string, std::string> provenance;
 

@@ -12,6 +12,12 @@ OpPricer::OpPricer(const HardwareProfile& hw, const Layout& layout, Dtype dtype)
   // Attention kernels run in bf16/fp16 even in fp8 training (TransformerEngine default).
   attention_peak_ = dtype == Dtype::FP8 ? hw.peak(Dtype::BF16) : gemm_peak_;
   for (int g = 0; g < 8; ++g) placements_[g] = place_group(static_cast<Group>(g), layout, hw.gpus_per_node);
+  // GEMMs and attention from the measured tables of this GPU where they exist (docs/kernel-tables.md).
+  // fp16 runs on the same tensor-core rate as bf16 on A100/H100/H200 (their datasheets give one
+  // figure for both), so it reads the bf16 table; fp32/tf32 GEMMs have no table.
+  tables_ = hw.use_kernel_tables ? kernel_tables_for(hw.name) : nullptr;
+  table_dtype_ = dtype == Dtype::FP16 ? Dtype::BF16 : dtype;
+  table_gemms_ = tables_ && (table_dtype_ == Dtype::BF16 || table_dtype_ == Dtype::FP8);
 }
 
 double OpPricer::gemm_efficiency(Count m, Count n, Count k, Count batch) const {
@@ -28,6 +34,11 @@ double OpPricer::gemm_efficiency(Count m, Count n, Count k, Count batch) const {
 }
 
 Seconds OpPricer::gemm_time(Count m, Count n, Count k, Count batch) const {
+  // A batched GEMM (attention scores and values) as one of batch x m rows: the same FLOPs and
+  // a comparable occupancy of the GPU.
+  if (table_gemms_)
+    if (auto t = tables_->gemm_time(table_dtype_, m * std::max<Count>(1, batch), n, k))
+      return std::max(kMinKernelTime, *t * hw_.kernel_slowdown);
   const Flops f = 2.0 * double(m) * double(n) * double(k) * double(batch);
   // Roofline: a GEMM also has to read its inputs and write its output once.
   const Bytes traffic = double(batch) * ((double(m) * double(k) + double(k) * double(n)) * gemm_in_bytes_ +
@@ -44,6 +55,18 @@ Seconds OpPricer::time(const Op& op) const {
   switch (op.kind) {
     case OpKind::Gemm: return gemm_time(op.m, op.n, op.k, op.batch);
     case OpKind::Attention: {
+      // Measured causal flash-attention forward at this shape (op.m tokens of sequences of op.n,
+      // op.batch heads of dim op.k), scaled by FLOPs: a backward op (2.5x the forward's FLOPs)
+      // runs at the forward's measured rate, and a CP rank's share of a sequence at the whole
+      // sequence's. A prior: no measured forward:backward ratio of one kernel is in the tables.
+      if (tables_) {
+        const Count seq = std::max<Count>(1, op.n);
+        const Count sequences = std::max<Count>(1, op.m / seq);
+        if (auto t = tables_->attention_forward_time(sequences, seq, op.batch, op.batch, op.k, true)) {
+          const double forward_flops = 2.0 * double(sequences) * double(seq) * (double(seq) / 2.0) * double(op.batch) * 2.0 * double(op.k);
+          return std::max(kMinKernelTime, *t * op.flops / forward_flops * hw_.kernel_slowdown);
+        }
+      }
       // Flash attention reaches a calibrated share of peak, lower for short head dims.
       const double head = double(op.k) / (double(op.k) + 32.0) / (128.0 / 160.0);
       const double eff = hw_.attention_efficiency * std::min(1.0, head);

@@ -5,6 +5,7 @@
 #include "models/step_program.hpp"
 #include "simulator/collective_cost.hpp"
 #include "simulator/hardware_profile.hpp"
+#include "simulator/kernel_tables.hpp"
 
 namespace sixfold {
 
@@ -30,6 +31,10 @@ class OpPricer {
   FlopsPerSec gemm_peak_;
   double gemm_in_bytes_ = 2, gemm_out_bytes_ = 2;  // element widths of a GEMM's inputs and output
   FlopsPerSec attention_peak_;
+  // Measured kernel prices of this GPU (kernel_tables_for), or null: then the profile's priors.
+  const KernelTables* tables_ = nullptr;
+  Dtype table_dtype_ = Dtype::BF16;  // the table a GEMM of the run's dtype is read from
+  bool table_gemms_ = false;
   std::array<GroupPlacement, 8> placements_;
 };
 

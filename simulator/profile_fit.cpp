@@ -21,6 +21,7 @@ double* field(HardwareProfile& hw, const std::string& path) {
   if (path == "intra_node.latency") return &hw.intra_node.latency;
   if (path == "intra_node.step_latency") return &hw.intra_node.step_latency;
   if (path == "dispatch_overlap") return &hw.dispatch_overlap;
+  if (path == "kernel_slowdown") return &hw.kernel_slowdown;
   if (path == "inter_node.peak_busbw") return &hw.inter_node.peak_busbw;
   if (path == "inter_node.latency") return &hw.inter_node.latency;
   throw Error("cannot fit profile field '" + path + "'");
@@ -40,7 +41,8 @@ std::vector<FitParameter> parameter_ranges(const HardwareProfile& base) {
           {"inter_node.peak_busbw", base.inter_node.peak_busbw, 1e9, base.network_bandwidth * 1.1},
           {"inter_node.latency", base.inter_node.latency, 2e-6, 500e-6},
           {"intra_node.step_latency", base.intra_node.step_latency, 0, 5.7e-6},
-          {"dispatch_overlap", base.dispatch_overlap, 0, 1}};
+          {"dispatch_overlap", base.dispatch_overlap, 0, 1},
+          {"kernel_slowdown", base.kernel_slowdown, 1.0, 1.6}};
 }
 
 // Coordinate descent on a log grid, narrowing each round. Correlated parameters (dispatch time
@@ -99,7 +101,7 @@ std::map<std::string, MetricSummary> summarise(const std::vector<CvRow>& rows, b
 const std::vector<std::string>& default_cv_parameters() {
   // Host dispatch per kernel and how much of it hides behind the GPU: how a framework launches
   // work, the same on every GPU; everything else is priced from kernel measurements.
-  static const std::vector<std::string> names = {"kernel_overhead", "dispatch_overlap"};
+  static const std::vector<std::string> names = {"kernel_overhead", "dispatch_overlap", "kernel_slowdown"};
   return names;
 }
 
@@ -197,7 +199,7 @@ const std::vector<std::string>& fittable_parameters() {
   static const std::vector<std::string> names = {"gemm.max_efficiency", "gemm.half_dim",         "attention_efficiency",
                                                  "memory_efficiency",   "kernel_overhead",       "intra_node.peak_busbw",
                                                  "intra_node.latency",  "inter_node.peak_busbw", "inter_node.latency",
-                                                 "intra_node.step_latency", "dispatch_overlap"};
+                                                 "intra_node.step_latency", "dispatch_overlap", "kernel_slowdown"};
   return names;
 }
 
