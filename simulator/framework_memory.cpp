@@ -127,8 +127,10 @@ FrameworkStageMemory framework_stage_memory(const ModelSpec& model, const Worklo
         f.weights = state(sb.weight, 4);
         f.gradients = state(4, 4);
         f.master_weights = state(4, 1);
-        // The bf16 gradient of one block before it is added into the fp32 accumulator.
-        if (st.layers > 0) f.layer_gradient = double(sb.weight) * double(layer_params);
+        // A block's bf16 gradient before it is added into the fp32 accumulator; in the last
+        // micro-batch FSDP2 copies the accumulated fp32 gradient into its reduce-scatter input
+        // (foreach_reduce), 4 bytes more per parameter of that block.
+        if (st.layers > 0) f.layer_gradient = (double(sb.weight) + 4.0) * double(layer_params);
       } else if (l.zero == 3) {
         // FSDP2 keeps the fp32 originals as the shards and casts to bf16 in the all-gather's
         // copy-in (MixedPrecisionPolicy param_dtype): no 16-bit shard is held. The sharded
