@@ -5,22 +5,56 @@
 
 namespace sixfold {
 
-Bytes MemoryBreakdown::total() const {
-  return weights + gradients + master_weights + optimizer_states + activations + moe_activations + logits +
-         communication_buffers + workspace + fragmentation;
+std::string to_string(PeakMoment m) {
+  switch (m) {
+    case PeakMoment::LayerBackward: return "layer_backward";
+    case PeakMoment::LossBackward: return "loss_backward";
+    case PeakMoment::OptimizerStep: return "optimizer_step";
+  }
+  return "?";
 }
+
+Bytes MemoryBreakdown::backward_working_set() const {
+  return activations + moe_activations + logits + gathered_parameters + communication_buffers + workspace;
+}
+
+Bytes MemoryBreakdown::allocated() const { return model_states() + std::max(backward_working_set(), optimizer_step); }
 
 std::vector<std::pair<std::string, Bytes>> MemoryBreakdown::components() const {
   return {{"weights", weights},
           {"gradients", gradients},
           {"master_weights", master_weights},
           {"optimizer_states", optimizer_states},
+          {"optimizer_step", optimizer_step},
           {"activations", activations},
           {"moe_activations", moe_activations},
           {"logits", logits},
+          {"gathered_parameters", gathered_parameters},
           {"communication_buffers", communication_buffers},
           {"workspace", workspace},
+          {"outside_allocator", outside_allocator},
           {"fragmentation", fragmentation}};
+}
+
+Bytes allocator_block_bytes(Bytes bytes) { return std::ceil(bytes / 512.0) * 512.0; }
+
+Bytes allocator_segment_bytes(Bytes bytes) {
+  const Bytes block = allocator_block_bytes(bytes);
+  if (block <= 1 * kMiB) return 2 * kMiB;
+  if (block < 10 * kMiB) return 20 * kMiB;
+  return std::ceil(block / (2.0 * kMiB)) * 2.0 * kMiB;
+}
+
+double fragmentation_per_transient_byte(const Layout& l) {
+  const bool irregular = l.recompute == Recompute::Full || l.recompute == Recompute::SelectiveOp || l.zero == 3;
+  const double f = irregular ? kFragmentationIrregular : kFragmentationRegular;
+  return f / (1.0 - f);
+}
+
+Bytes reported_peak_memory(const std::vector<MemoryBreakdown>& stages, Framework framework) {
+  Bytes peak = 0;
+  for (const MemoryBreakdown& s : stages) peak = std::max(peak, framework == Framework::Torchtitan ? s.reserved() : s.total());
+  return peak;
 }
 
 StateBytes state_bytes(Dtype d) {
@@ -88,55 +122,48 @@ HeldActivations held_activations(const Layout& l, const StepProgram& prog, const
   return h;
 }
 
-namespace {
-Count ceil_div(Count a, Count b) { return (a + b - 1) / b; }
-}  // namespace
-
 std::vector<MemoryBreakdown> stage_memory(const ModelSpec& model, const HardwareProfile& hw, const Workload& work,
                                           const Layout& l, const StepProgram& prog) {
-  const StateBytes sb = state_bytes(work);
-  const Count dense_shard = Count(l.dp) * l.cp;  // Megatron's distributed optimizer shards over dp x cp
-  const Count expert_shard = std::max(1, l.tp * l.cp * l.dp / (l.ep * l.etp));
+  const double fragmentation = fragmentation_per_transient_byte(l);
   std::vector<MemoryBreakdown> out;
   out.reserve(prog.stages.size());
   for (const StageProgram& st : prog.stages) {
     MemoryBreakdown mb;
     mb.stage = st.stage;
-    // ZeRO shards are padded to equal size, so a rank holds ceil(params / shard).
-    auto held = [&](Count params, Count shard, bool sharded) { return sharded ? ceil_div(params, shard) : params; };
-    auto state = [&](Bytes per_param, int min_stage) {
-      return per_param * double(held(st.dense_params, dense_shard, l.zero >= min_stage)) +
-             per_param * double(held(st.expert_params, expert_shard, l.zero >= min_stage));
-    };
-    const bool keeps_params = l.zero == 3 && l.pp > 1 && framework_traits(work.framework).zero3_keeps_params_under_pp;
-    mb.weights = state(sb.weight, keeps_params ? 4 : 3);
-    // FSDP2 accumulates unsharded gradients across micro-batches in its reduce dtype, fp32.
-    mb.gradients = keeps_params ? state(4, 4) : state(sb.gradient, 2);
-    mb.master_weights = state(sb.master, 1);
-    mb.optimizer_states = state(sb.optimizer, 1);
+    const FrameworkStageMemory fw = framework_stage_memory(model, work, l, prog, st);
+    mb.weights = fw.weights;
+    mb.gradients = fw.gradients;
+    mb.master_weights = fw.master_weights;
+    mb.optimizer_states = fw.optimizer_states;
+    mb.optimizer_step = fw.optimizer_step;
 
     const HeldActivations acts = held_activations(l, prog, st);
     mb.activations = acts.layers + acts.pre;
     mb.moe_activations = acts.moe;
-    // The last stage keeps the fp32 softmax of each in-flight micro-batch and one set of logits.
-    mb.logits = acts.post + st.logits_bytes;
+    // The last stage keeps the fp32 softmax of each in-flight micro-batch.
+    mb.logits = acts.post;
+    mb.gathered_parameters = fw.gathered_parameters;
+    // Communication buffers: the framework's (DDP buckets, DeepSpeed's ipg bucket) and the SP
+    // all-gather output.
+    mb.communication_buffers = fw.communication_buffers;
+    if (l.sp) mb.communication_buffers += Bytes(prog.tokens_per_micro_batch * model.hidden * prog.activation_bytes);
 
-    // Communication buffers: DDP buckets (two in flight), the SP all-gather output, and ZeRO-3's
-    // gathered parameters of the current and the prefetched layer.
-    const Count act = prog.activation_bytes;
-    // Megatron's and DeepSpeed's buckets are views into their contiguous gradient buffer; PyTorch
-    // DDP (torchtitan replicating) copies into two bucket buffers in flight.
-    if (l.dp * l.cp > 1 && l.zero < 3 && l.dp_overlap == DpOverlap::Bucketed && work.framework == Framework::Torchtitan)
-      mb.communication_buffers += 2 * gradient_bucket_bytes(l, work);
-    if (l.sp) mb.communication_buffers += Bytes(prog.tokens_per_micro_batch * model.hidden * act);
-    if (l.zero == 3 && st.layers > 0 && !keeps_params) {
-      const Count layer_params = std::max(prog.dense_layer.dense_params, prog.moe_layer.dense_params + prog.moe_layer.expert_params);
-      mb.communication_buffers += 2.0 * sb.weight * double(layer_params);
-    }
-    // What the backward rematerialises of one layer at a time (full and op-level recompute).
+    // The backward's peak is either the loss's backward on the last stage (the transient logits and
+    // softmax gradients) or one layer's backward (what it rematerialises, full and op-level
+    // recompute, and its unsharded gradient before the reduce): they do not overlap in time.
     const Bytes recompute_set = std::max(prog.dense_layer.recompute_workspace, prog.moe_layer.recompute_workspace);
-    mb.workspace = hw.context_memory + recompute_set;
-    mb.fragmentation = kFragmentation * (mb.activations + mb.moe_activations + mb.logits + recompute_set);
+    const Bytes layer_peak = recompute_set + fw.layer_gradient;
+    if (st.logits_bytes > layer_peak) {
+      mb.logits += st.logits_bytes;
+      mb.peak_moment = PeakMoment::LossBackward;
+    } else {
+      mb.workspace = recompute_set;
+      mb.gathered_parameters += fw.layer_gradient;
+    }
+    const Bytes transient = std::max(mb.backward_working_set(), mb.optimizer_step);
+    if (mb.optimizer_step > mb.backward_working_set()) mb.peak_moment = PeakMoment::OptimizerStep;
+    mb.fragmentation = fragmentation * transient;
+    mb.outside_allocator = hw.context_memory + fw.userbuffers;
     out.push_back(mb);
   }
   return out;

@@ -7,24 +7,46 @@
 #include <vector>
 
 #include "models/step_program.hpp"
+#include "simulator/framework_memory.hpp"
 #include "simulator/hardware_profile.hpp"
 
 namespace sixfold {
 
+// The moment of a stage's step at which its memory peaks.
+enum class PeakMoment { LayerBackward, LossBackward, OptimizerStep };
+std::string to_string(PeakMoment m);
+
+// One stage's memory at its peak, by component. Three totals, as PyTorch and the GPU count them:
+//   allocated: bytes in live tensors (torch.cuda.max_memory_allocated): the model states plus what
+//     is live at the peak moment, the larger of the backward's working set and the optimizer step's;
+//   reserved: what PyTorch's caching allocator holds from the GPU for them
+//     (torch.cuda.max_memory_reserved): allocated plus fragmentation;
+//   total: reserved plus what lives outside the allocator (CUDA context, NCCL's and cuBLAS's
+//     buffers, TransformerEngine's userbuffers): what must fit in the GPU's memory.
 struct MemoryBreakdown {
   int stage = 0;
   Bytes weights = 0;
   Bytes gradients = 0;
   Bytes master_weights = 0;
   Bytes optimizer_states = 0;
+  Bytes optimizer_step = 0;       // live only in the optimizer step (DeepSpeed's fp32 gradient copy)
   Bytes activations = 0;          // dense layers and the embedding
   Bytes moe_activations = 0;      // MoE layers (their attention included)
   Bytes logits = 0;               // LM head logits and the fp32 softmax of the loss
+  Bytes gathered_parameters = 0;  // ZeRO-3/FSDP: unsharded parameters (and gradients) in flight
   Bytes communication_buffers = 0;
-  Bytes workspace = 0;            // CUDA context, library workspaces, recompute working set
-  Bytes fragmentation = 0;
+  Bytes workspace = 0;            // recompute working set
+  Bytes outside_allocator = 0;    // CUDA context, library workspaces, NCCL, TE userbuffers
+  Bytes fragmentation = 0;        // reserved - allocated
+  PeakMoment peak_moment = PeakMoment::LayerBackward;
 
-  Bytes total() const;
+  Bytes model_states() const { return weights + gradients + master_weights + optimizer_states; }
+  // What the backward holds besides the model states. The optimizer step runs after the backward
+  // has freed it, so `allocated` takes the larger of the two (every component stays listed).
+  Bytes backward_working_set() const;
+  Bytes allocated() const;
+  Bytes reserved() const { return allocated() + fragmentation; }
+  Bytes total() const { return reserved() + outside_allocator; }
   // (name, bytes) in a fixed order, for tables and JSON.
   std::vector<std::pair<std::string, Bytes>> components() const;
 };
@@ -64,9 +86,30 @@ struct HeldActivations {
 };
 HeldActivations held_activations(const Layout& layout, const StepProgram& program, const StageProgram& stage);
 
-// The fraction of activation memory the caching allocator loses to fragmentation (prior; PyTorch
-// reports 5-10% for transformer training, e.g. Rajbhandari et al. 2020, section 6).
-inline constexpr double kFragmentation = 0.05;
+// PyTorch's caching allocator (c10/cuda/CUDACachingAllocator.cpp): every block is rounded up to
+// 512 bytes (kMinBlockSize); requests up to 1 MiB come from 2 MiB segments (kSmallBuffer), up to
+// 10 MiB from 20 MiB segments (kLargeBuffer), larger ones from segments rounded up to 2 MiB
+// (kRoundLarge). The bytes one tensor of `bytes` takes from the GPU when it needs a new segment.
+Bytes allocator_block_bytes(Bytes bytes);
+Bytes allocator_segment_bytes(Bytes bytes);
+
+// Fragmentation: the share of the caching allocator's reserved memory that no live tensor uses,
+// for the memory allocated and freed within a step (activations, logits, gathers, buckets; model
+// states are allocated once and do not fragment). GMLake (Guo et al., ASPLOS 2024, arXiv
+// 2401.08156) measured it on eight LLMs on A100-80GB: the memory-reduction techniques that free and
+// re-allocate tensors of irregular sizes within a step (recomputation, ZeRO-3 gathers, offload)
+// leave PyTorch's allocator 15% fragmented on average (GMLake's stitching removes 15 points, up to
+// 33); without them the allocation pattern repeats every micro-batch and the blocks are reused,
+// for which sixfold keeps its 5% prior.
+inline constexpr double kFragmentationIrregular = 0.15;
+inline constexpr double kFragmentationRegular = 0.05;
+// Reserved bytes per allocated byte of a step's transient memory, minus one: f / (1 - f).
+double fragmentation_per_transient_byte(const Layout& layout);
+
+// What a framework's own memory log reports as its peak, the figure published runs quote:
+// torchtitan logs torch.cuda.max_memory_reserved (components/metrics.py, "memory: ...GiB"), the
+// allocator's reserved bytes; the others are read as the device's used memory (nvidia-smi), the total.
+Bytes reported_peak_memory(const std::vector<MemoryBreakdown>& stages, Framework framework);
 
 std::vector<MemoryBreakdown> stage_memory(const ModelSpec& model, const HardwareProfile& hw, const Workload& work,
                                           const Layout& layout, const StepProgram& program);

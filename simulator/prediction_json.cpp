@@ -1,5 +1,7 @@
 #include "simulator/prediction_json.hpp"
 
+#include <algorithm>
+
 namespace sixfold {
 
 nlohmann::ordered_json prediction_summary_json(const Prediction& p) {
@@ -11,6 +13,13 @@ nlohmann::ordered_json prediction_summary_json(const Prediction& p) {
   j["mfu"] = p.mfu;
   j["peak_memory_bytes"] = p.peak_memory;
   j["peak_stage"] = p.peak_stage;
+  Bytes allocated = 0, reserved = 0;
+  for (const MemoryBreakdown& s : p.stage_memory) {
+    allocated = std::max(allocated, s.allocated());
+    reserved = std::max(reserved, s.reserved());
+  }
+  j["peak_allocated_bytes"] = allocated;
+  j["peak_reserved_bytes"] = reserved;
   return j;
 }
 
@@ -31,10 +40,19 @@ nlohmann::ordered_json prediction_json(const Prediction& p) {
   nlohmann::ordered_json stages = nlohmann::ordered_json::array();
   for (size_t i = 0; i < p.stage_memory.size(); ++i) {
     nlohmann::ordered_json s;
+    const MemoryBreakdown& m = p.stage_memory[i];
     s["stage"] = i;
-    s["memory_bytes"] = p.stage_memory[i].total();
-    s["forward_s"] = p.stage_time[i].forward;
-    s["backward_s"] = p.stage_time[i].backward;
+    s["allocated_bytes"] = m.allocated();
+    s["reserved_bytes"] = m.reserved();
+    s["memory_bytes"] = m.total();
+    s["peak_moment"] = to_string(m.peak_moment);
+    nlohmann::ordered_json components;
+    for (const auto& [name, bytes] : m.components()) components[name] = bytes;
+    s["components"] = components;
+    if (i < p.stage_time.size()) {
+      s["forward_s"] = p.stage_time[i].forward;
+      s["backward_s"] = p.stage_time[i].backward;
+    }
     stages.push_back(s);
   }
   j["stages"] = stages;

@@ -1,7 +1,11 @@
 #pragma once
 // The documented JSON shape of a prediction (README, "predict --json"):
 // {"prediction": {step_time_s, tokens_per_s_per_gpu, tflops_model_per_gpu, tflops_hw_per_gpu, mfu,
-//  peak_memory_bytes, peak_stage}, "memory": {component: bytes}, "time": {component: seconds}}
+//  peak_memory_bytes, peak_stage, peak_allocated_bytes, peak_reserved_bytes},
+//  "memory": {component: bytes, total} (the peak stage), "time": {component: seconds, step},
+//  "compute_by_op_class": {class: seconds},
+//  "stages": [{stage, allocated_bytes, reserved_bytes, memory_bytes, peak_moment,
+//              components: {component: bytes}, forward_s, backward_s}] (every pipeline stage)}
 #include <nlohmann/json.hpp>
 
 #include "simulator/cost_model.hpp"

@@ -44,6 +44,7 @@ PipelineInputs pipeline_inputs(const ModelSpec& model, const HardwareProfile& hw
   const std::vector<StageTime> closed = stage_times(model, hw, work, l, prog);
   const std::vector<MemoryBreakdown> memory = stage_memory(model, hw, work, l, prog);
   const int v = l.virtual_stages();
+  const double reserved_per_byte = 1.0 + fragmentation_per_transient_byte(l);
 
   PipelineInputs in;
   in.schedule = l.schedule;
@@ -66,7 +67,7 @@ PipelineInputs pipeline_inputs(const ModelSpec& model, const HardwareProfile& hw
 
     // Memory held all step: everything but the per-micro-batch activations (and their share of
     // fragmentation), which the simulation adds and removes block by block.
-    s.static_memory = mem.total() - (1.0 + kFragmentation) * held_activations(l, prog, st).total();
+    s.static_memory = mem.total() - reserved_per_byte * held_activations(l, prog, st).total();
 
     // Data-parallel traffic, the closed form's (dp_traffic), scheduled here.
     const DpTraffic dp = dp_traffic(model, hw, work, l, st);
@@ -102,7 +103,7 @@ PipelineInputs pipeline_inputs(const ModelSpec& model, const HardwareProfile& hw
         if (split) ch.weight_grad.add(price_op_list(st.post_backward, 0, pricer, l.tp_overlap, OpSelection::OnlyWeightGrad), 1);
         saved += st.post_saved;
       }
-      ch.activations = (1.0 + kFragmentation) * saved;
+      ch.activations = reserved_per_byte * saved;
       // Reductions spread over the chunks as evenly as whole reductions allow.
       ch.reductions = dp.reductions / v + (c < dp.reductions % v ? 1 : 0);
       ch.reduction = dp.reduction;

@@ -384,7 +384,8 @@ ValidationReport validate_runs(const CsvTable& t, const ValidationOptions& opt) 
                                                        {"tflops_model", p.tflops_model_per_gpu * model_flops_scale},
                                                        {"mfu_pct", 100 * p.mfu * model_flops_scale},
                                                        {"tokens_per_gpu_s", p.tokens_per_s_per_gpu},
-                                                       {"peak_mem_gib", p.peak_memory / kGiB}};
+                                                       // the peak as the framework logs it (memory_model.hpp)
+                                                       {"peak_mem_gib", reported_peak_memory(p.stage_memory, s.work.framework) / kGiB}};
       for (const auto& metric : validation_metrics()) {
         auto v = number(t.field(r, metric));
         if (!v || *v <= 0) continue;

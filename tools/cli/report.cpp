@@ -42,8 +42,18 @@ void print_prediction(std::ostream& out, const Prediction& p) {
     std::snprintf(line, sizeof line, "  %-26s %12.2f\n", name.c_str(), bytes / kGiB);
     out << line;
   }
-  std::snprintf(line, sizeof line, "  %-26s %12.2f   (stage %d, the peak)\n", "total", p.peak_memory / kGiB, p.peak_stage);
+  std::snprintf(line, sizeof line, "  %-26s %12.2f   (stage %d, the peak; allocated %.2f, reserved %.2f)\n", "total",
+                p.peak_memory / kGiB, p.peak_stage, p.memory.allocated() / kGiB, p.memory.reserved() / kGiB);
   out << line;
+  if (p.stage_memory.size() > 1) {
+    std::snprintf(line, sizeof line, "\n%-8s %12s %12s %12s  %s\n", "stage", "allocated", "reserved", "total GiB", "peak moment");
+    out << line;
+    for (const MemoryBreakdown& s : p.stage_memory) {
+      std::snprintf(line, sizeof line, "  %-6d %12.2f %12.2f %12.2f  %s\n", s.stage, s.allocated() / kGiB, s.reserved() / kGiB,
+                    s.total() / kGiB, to_string(s.peak_moment).c_str());
+      out << line;
+    }
+  }
   std::snprintf(line, sizeof line, "\n%-28s %12s %7s\n", "time per step", "seconds", "share");
   out << line;
   for (const auto& [name, s] : p.time.components()) {

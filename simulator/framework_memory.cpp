@@ -1,0 +1,161 @@
+#include "simulator/framework_memory.hpp"
+
+#include <algorithm>
+
+#include "simulator/memory_model.hpp"
+
+namespace sixfold {
+
+namespace {
+
+Count ceil_div(Count a, Count b) { return (a + b - 1) / b; }
+
+// Parameters of the embedding, the final norm and the output head on this stage (the root FSDP
+// group in torchtitan; the largest modules DeepSpeed gathers).
+Count edge_params(const ModelSpec& m, const Layout& l, const StageProgram& st) {
+  const Count vocab_rank = (m.vocab + l.tp - 1) / l.tp;
+  Count p = 0;
+  if (st.first) p += vocab_rank * m.hidden + (m.learned_positions ? Count(m.max_seq) * m.hidden : 0);
+  if (st.last) {
+    if (!(m.tied_embeddings && l.pp == 1)) p += vocab_rank * m.hidden;
+    p += m.norm == NormKind::LayerNorm ? 2 * m.hidden : m.hidden;
+  }
+  return p;
+}
+
+// Parameters under DeepSpeed's stage3_param_persistence_threshold (1e5 elements) in each layer:
+// the norms (and their biases), which ZeRO-3 keeps whole on every rank.
+Count persistent_params_per_layer(const ModelSpec& m) {
+  const Count norm = m.norm == NormKind::LayerNorm ? 2 * m.hidden : m.hidden;
+  return m.hidden < Count(kDeepSpeedPersistenceThreshold) ? 2 * norm : 0;
+}
+
+}  // namespace
+
+Count largest_module_params(const ModelSpec& m, const Layout& l, const StageProgram& st) {
+  const Count vocab_rank = (m.vocab + l.tp - 1) / l.tp;
+  Count largest = 0;
+  if (st.first || (st.last && !(m.tied_embeddings && l.pp == 1))) largest = vocab_rank * m.hidden;
+  if (st.layers > 0) {
+    // The MLP's up projection (gate and up fused, as Megatron builds it) or the attention's QKV.
+    const bool glu = m.activation == Activation::SwiGLU;
+    const Count ffn = m.moe.enabled() ? std::max<Count>(m.ffn, m.moe.expert_ffn) : m.ffn;
+    largest = std::max(largest, (glu ? 2 : 1) * ffn / l.tp * m.hidden);
+    const Count qkv = (Count(m.heads) * m.q_head_dim() + 2 * Count(m.kv_heads) * m.head_dim) / l.tp * m.hidden;
+    largest = std::max(largest, qkv);
+  }
+  return largest;
+}
+
+FrameworkStageMemory framework_stage_memory(const ModelSpec& model, const Workload& work, const Layout& l,
+                                            const StepProgram& prog, const StageProgram& st) {
+  const StateBytes sb = state_bytes(work);
+  const Count dense_shard = Count(l.dp) * l.cp;  // ZeRO and the distributed optimizer shard over dp x cp
+  const Count expert_shard = std::max(1, l.tp * l.cp * l.dp / (l.ep * l.etp));
+  auto held = [&](Count params, Count shard, bool sharded) { return sharded ? ceil_div(params, shard) : params; };
+  // Bytes of a per-parameter state, sharded from ZeRO stage `min_stage` on (shards padded to equal size).
+  auto state = [&](Bytes per_param, int min_stage) {
+    return per_param * double(held(st.dense_params, dense_shard, l.zero >= min_stage)) +
+           per_param * double(held(st.expert_params, expert_shard, l.zero >= min_stage));
+  };
+  const Count stage_params = st.dense_params + st.expert_params;
+  const Count sharded_params = ceil_div(st.dense_params, dense_shard) + ceil_div(st.expert_params, expert_shard);
+  const Count layer_params =
+      std::max(prog.dense_layer.dense_params, prog.moe_layer.dense_params + prog.moe_layer.expert_params);
+
+  FrameworkStageMemory f;
+  // The generic layout (Megatron-LM, and any framework below where it does the same): bf16 weights
+  // and fp32 master weights and Adam moments, gradients in the framework's dtype (Megatron: fp32
+  // main_grad buffer under bf16, arguments.py), each sharded from its ZeRO stage on.
+  f.weights = state(sb.weight, 3);
+  f.gradients = state(sb.gradient, 2);
+  f.master_weights = state(sb.master, 1);
+  f.optimizer_states = state(sb.optimizer, 1);
+
+  switch (work.framework) {
+    case Framework::Megatron: {
+      // The DDP buckets are views into the contiguous grad buffer (param_and_grad_buffer.py), so no
+      // copy. Megatron-FSDP-style ZeRO-3: the current and the prefetched layer gathered.
+      if (l.zero == 3 && st.layers > 0) f.gathered_parameters = 2.0 * sb.weight * double(layer_params);
+      // --tp-comm-overlap: TransformerEngine's userbuffers, one (seq x micro-batch, hidden) buffer per
+      // overlapped GEMM method; the all-gather ones in fp8 under fp8 (initialize_ub).
+      if (l.tp_overlap && l.tp > 1 && st.layers > 0) {
+        const double shape = double(prog.tokens_per_micro_batch) * double(model.hidden);
+        const double ag_width = work.dtype == Dtype::FP8 ? 1 : double(prog.activation_bytes);
+        f.userbuffers = shape * (kUserbufferAllGatherMethods * ag_width +
+                                 kUserbufferReduceScatterMethods * double(prog.activation_bytes));
+      }
+      break;
+    }
+    case Framework::DeepSpeed:
+    case Framework::DeepSpeedLegacy: {
+      if (l.zero == 1 || l.zero == 2) {
+        // stage_1_and_2.py: the 16-bit weights whole; ZeRO-2 keeps only this rank's gradient
+        // partition (ZeRO-1 the whole gradients); one ipg bucket of reduce_bucket_size elements in
+        // the optimizer dtype (setup_buckets: a second one only with overlap_comm, which stage 1/2
+        // leave off, config.py overlap_comm_valid); step() copies the gradient partition to fp32
+        // before the update ("single_grad_partition ... .to(fp32)").
+        f.communication_buffers = double(sb.weight) * std::min<double>(kDeepSpeedReduceBucket, double(stage_params));
+        f.optimizer_step = 4.0 * double(sharded_params);
+      }
+      if (l.zero == 3) {
+        // stage3.py: 16-bit parameter and gradient partitions, fp32 partitions and Adam moments;
+        // norms under stage3_param_persistence_threshold stay whole; one ipg bucket per dtype
+        // (reduce_bucket_size elements, allocated after the optimizer states); the fp32 gradient
+        // of one sub-group at a time in the step (_prepare_fp32_grad_for_sub_group, sub_group_size).
+        const Count persistent = Count(st.layers) * persistent_params_per_layer(model);
+        f.weights += sb.weight * double(persistent - ceil_div(persistent, dense_shard));
+        f.communication_buffers = double(sb.gradient) * std::min<double>(kDeepSpeedReduceBucket, double(stage_params));
+        f.optimizer_step = 4.0 * std::min<double>(kDeepSpeedSubGroup, double(sharded_params));
+        // Gathered in flight: the module being run whole, and the prefetch bucket
+        // (stage3_prefetch_bucket_size) behind it, within stage3_max_live_parameters; in the
+        // largest module's backward its full 16-bit gradient too, before the reduce.
+        const double largest = double(largest_module_params(model, l, st));
+        const double live = std::min(largest + kDeepSpeedPrefetchBucket, std::max(largest, kDeepSpeedMaxLiveParameters));
+        f.gathered_parameters = double(sb.weight) * live;
+        f.layer_gradient = double(sb.gradient) * largest;
+      }
+      break;
+    }
+    case Framework::Torchtitan: {
+      const bool keeps_params = l.zero == 3 && l.pp > 1 && framework_traits(work.framework).zero3_keeps_params_under_pp;
+      if (l.zero == 3 && keeps_params) {
+        // Under PP torchtitan does not reshard after forward (parallelize_llama.py): each block's
+        // all-gather output (bf16) stays, and with gradient sync off for all but the last
+        // micro-batch FSDP2 accumulates the unsharded gradient in its fp32 reduce dtype
+        // (FSDPParam.to_accumulated_grad_if_needed); the sharded fp32 parameters stay besides.
+        f.weights = state(sb.weight, 4);
+        f.gradients = state(4, 4);
+        f.master_weights = state(4, 1);
+        // A block's bf16 gradient before it is added into the fp32 accumulator; in the last
+        // micro-batch FSDP2 copies the accumulated fp32 gradient into its reduce-scatter input
+        // (foreach_reduce), 4 bytes more per parameter of that block.
+        if (st.layers > 0) f.layer_gradient = (double(sb.weight) + 4.0) * double(layer_params);
+      } else if (l.zero == 3) {
+        // FSDP2 keeps the fp32 originals as the shards and casts to bf16 in the all-gather's
+        // copy-in (MixedPrecisionPolicy param_dtype): no 16-bit shard is held. The sharded
+        // gradients are fp32 (the parameters' dtype).
+        f.weights = 0;
+        f.master_weights = state(4, 1);
+        f.gradients = state(4, 1);
+        // Gathered: the root group (embedding, final norm, output head), which FSDP2 does not
+        // reshard after forward (FSDPState._lazy_init drops the root's post-forward reshard), and
+        // the current and the prefetched transformer block.
+        f.gathered_parameters = double(sb.weight) * double(edge_params(model, l, st));
+        if (st.layers > 0) {
+          f.gathered_parameters += 2.0 * sb.weight * double(layer_params);
+          // In a block's backward: its unsharded bf16 gradient and the fp32 reduce-scatter input
+          // FSDP2 copies it into (foreach_reduce, reduce_dtype fp32).
+          f.layer_gradient = (double(sb.weight) + 4.0) * double(layer_params);
+        }
+      } else if (l.dp * l.cp > 1 && l.dp_overlap == DpOverlap::Bucketed) {
+        // PyTorch DDP (torchtitan replicating) copies gradients into two bucket buffers in flight.
+        f.communication_buffers = 2 * gradient_bucket_bytes(l, work);
+      }
+      break;
+    }
+  }
+  return f;
+}
+
+}  // namespace sixfold
