@@ -34,16 +34,17 @@ double OpPricer::gemm_efficiency(Count m, Count n, Count k, Count batch) const {
 }
 
 Seconds OpPricer::gemm_time(Count m, Count n, Count k, Count batch) const {
-  // A batched GEMM (attention scores and values) as one of batch x m rows: the same FLOPs and
-  // a comparable occupancy of the GPU.
-  if (table_gemms_)
-    if (auto t = tables_->gemm_time(table_dtype_, m * std::max<Count>(1, batch), n, k))
-      return std::max(kMinKernelTime, *t * hw_.kernel_slowdown);
   const Flops f = 2.0 * double(m) * double(n) * double(k) * double(batch);
   // Roofline: a GEMM also has to read its inputs and write its output once.
   const Bytes traffic = double(batch) * ((double(m) * double(k) + double(k) * double(n)) * gemm_in_bytes_ +
                                          double(m) * double(n) * gemm_out_bytes_);
   const Seconds memory = traffic / (hw_.memory_bandwidth * hw_.memory_efficiency);
+  // A batched GEMM (attention scores and values) as one of batch x m rows: the same FLOPs and
+  // a comparable occupancy of the GPU. Outside the measured grid the table holds the edge's FLOP
+  // rate, so the roofline still bounds it.
+  if (table_gemms_)
+    if (auto t = tables_->gemm_time(table_dtype_, m * std::max<Count>(1, batch), n, k))
+      return std::max({kMinKernelTime, *t * hw_.kernel_slowdown, memory});
   return std::max({kMinKernelTime, f / (gemm_peak_ * gemm_efficiency(m, n, k, batch)), memory});
 }
 

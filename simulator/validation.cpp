@@ -337,7 +337,14 @@ ValidationReport validate_runs(const CsvTable& t, const ValidationOptions& opt) 
               Scenario trial = s;
               trial.layout = l;
               Prediction p = price(trial);
-              const bool fits = p.peak_memory <= s.hardware.memory_capacity;
+              // A run fits when its live tensors and what lives outside the allocator fit: on an
+              // allocation failure PyTorch's caching allocator frees its cached blocks and retries
+              // (CUDACachingAllocator.cpp, release_cached_blocks before raising OOM), so the
+              // reserved-but-free share of fragmentation does not stop a run.
+              Bytes needed = 0;
+              for (const MemoryBreakdown& m : p.stage_memory) needed = std::max(needed, m.allocated() + m.outside_allocator);
+              if (p.stage_memory.empty()) needed = p.peak_memory;
+              const bool fits = needed <= s.hardware.memory_capacity;
               const bool better = !best || (fits && !best_fits) ||
                                   (fits == best_fits && (fits ? p.step_time < best->step_time : p.peak_memory < best->peak_memory));
               if (better) {
