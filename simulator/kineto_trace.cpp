@@ -1,5 +1,8 @@
 #include "simulator/kineto_trace.hpp"
 
+#include "common/file_io.hpp"
+#include "common/parse.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <fstream>
@@ -175,11 +178,7 @@ std::optional<std::pair<Bytes, int>> comms_size(Collective c, const json* a) {
 }  // namespace
 
 KinetoTrace read_kineto_trace(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw UsageError("cannot open Kineto trace '" + path + "'");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_kineto_trace(ss.str(), path);
+  return parse_kineto_trace(read_text_file(path, limits::kTraceFileBytes, "Kineto traces"), path);
 }
 
 KinetoTrace parse_kineto_trace(const std::string& text, const std::string& source) {

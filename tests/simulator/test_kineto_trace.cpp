@@ -97,7 +97,7 @@ TEST_CASE("kineto: malformed traces name the file and what is missing") {
   CHECK(no_dur.find("\"dur\"") != std::string::npos);
   CHECK(error_of("{\"traceEvents\": [{\"cat\": \"kernel\", \"name\": \"k\", \"ts\": 1, \"dur\": 2, \"args\": {}}]}")
             .find("correlation") != std::string::npos);
-  CHECK_THROWS_AS(read_kineto_trace("/nonexistent/trace.json"), UsageError);
+  CHECK_THROWS_AS(read_kineto_trace("/nonexistent/trace.json"), Error);
 }
 
 TEST_CASE("kineto: a trace without shapes or sizes has nothing to calibrate") {

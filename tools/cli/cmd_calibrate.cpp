@@ -10,7 +10,11 @@
 #include <iostream>
 #include <unistd.h>
 
+#include <cmath>
+
 #include "common/error.hpp"
+#include "common/file_io.hpp"
+#include "tools/cli/flags.hpp"
 #include "executor/cpu_calibration.hpp"
 #ifdef SIXFOLD_HAVE_CUDA
 #include "executor/cuda_calibration.hpp"
@@ -38,16 +42,14 @@ void write_profile(const std::string& yaml, const std::string& output) {
     std::cout << yaml;
     return;
   }
-  std::ofstream out(output);
-  if (!out) throw UsageError("cannot write " + output);
-  out << yaml;
+  write_text_file(output, yaml);
   std::fprintf(stderr, "wrote %s\n", output.c_str());
 }
 
 struct CalibrateCommand {
   std::string runs, hardware, split = "even", backend, output, name, kineto;
   std::vector<std::string> parameters;
-  int rounds = 3;
+  std::optional<int> rounds;
 
   int run_cpu() const {
     auto world = make_world_communicator(300);
@@ -145,9 +147,7 @@ struct CalibrateCommand {
                                                 c.runtime + "), " + date + ".\nRaw measurements: " + json_path +
                                                 ". Format: docs/hardware-profiles.md."),
                   output);
-    std::ofstream json(json_path);
-    if (!json) throw UsageError("cannot write " + json_path);
-    json << cuda_calibration_json(c, date);
+    write_text_file(json_path, cuda_calibration_json(c, date));
     std::fprintf(stderr, "wrote %s\n", json_path.c_str());
     return 0;
 #else
@@ -168,16 +168,30 @@ struct CalibrateCommand {
           "(cuda: the CUDA build on a machine with a GPU, tools/gpu-check.sh)");
     }
     if (hardware.empty()) throw UsageError("--hardware is required with --from-runs");
+    if (split != "even" && split != "odd") throw UsageError("--split: unknown value '" + split + "' (allowed: even, odd)");
+    const HardwareProfile base = load_hardware(hardware);  // an unknown name fails before the fit
     const CsvTable table = read_csv(runs);
-    const FitResult fit = fit_profile_to_runs(table, hardware, split, rounds, parameters);
-    char date[32];
-    std::time_t now = std::time(nullptr);
-    std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
+    const FitResult fit = fit_profile_to_runs(table, hardware, split, rounds.value_or(3), parameters);
+    const std::string date = today();
+    // A fit with nothing to fit, or whose error is not a number, is no profile.
+    if (fit.fit_rows == 0) throw Error(runs + ": no scored row on " + hardware + " to fit");
+    for (double e : {fit.fit_mape_pct, fit.initial_fit_mape_pct})
+      if (!std::isfinite(e)) throw Error(runs + ": the fit's error is not a finite number (a row's measured value is not a number?)");
     std::printf("# fit of %s to the step time and throughput of %s, %s rows (%d), %d rounds, %s\n", hardware.c_str(), runs.c_str(), split.c_str(),
-                fit.fit_rows, rounds, date);
+                fit.fit_rows, rounds.value_or(3), date.c_str());
     std::printf("# MAPE on fitted rows: %.2f%% -> %.2f%%; on %d held-out rows: %.2f%% -> %.2f%%\n", fit.initial_fit_mape_pct,
                 fit.fit_mape_pct, fit.holdout_rows, fit.initial_holdout_mape_pct, fit.holdout_mape_pct);
     for (const auto& p : fit.parameters) std::printf("%-24s %.6g\n", p.path.c_str(), p.value);
+    if (!output.empty()) {
+      HardwareProfile hw = base;
+      apply_fit(hw, fit.parameters);
+      hw.name = name.empty() ? base.name + "-fitted" : name;
+      for (const auto& p : fit.parameters)
+        hw.provenance[p.path] = "fit: sixfold calibrate --from-runs " + runs + " (" + split + " rows), " + date;
+      write_profile(hardware_profile_yaml(hw, "Fitted by `sixfold calibrate --from-runs " + runs + " --hardware " + hardware +
+                                                  "` on " + date + ".\nFormat: docs/hardware-profiles.md."),
+                    output);
+    }
     return 0;
   }
 };
@@ -187,7 +201,7 @@ Registrar reg("calibrate", "fit a hardware profile to measured runs (or, with a 
   app.add_option("--from-runs", cmd->runs, "validation CSV of measured runs to fit step time and throughput (iter_s, TFLOP/s, MFU, tokens/s) to");
   app.add_option("--hardware", cmd->hardware, "the profile to fit (rows on other GPUs are ignored); with --from-kineto or --backend cuda the base profile");
   app.add_option("--split", cmd->split, "even: fit even rows, report odd ones (default); odd: the reverse");
-  app.add_option("--rounds", cmd->rounds, "coordinate-descent rounds (default 3)");
+  add_count(app, "--rounds", cmd->rounds, 1, 100, "coordinate-descent rounds (default 3)");
   app.add_option("--parameters", cmd->parameters, "profile fields to fit, comma-separated (default: all fittable)")->delimiter(',');
   app.add_option("--backend", cmd->backend,
                  "cpu: microbenchmark the executor's CPU ranks (run under mpirun -np 2 to measure MPI too); "
@@ -195,7 +209,8 @@ Registrar reg("calibrate", "fit a hardware profile to measured runs (or, with a 
   app.add_option("--from-kineto", cmd->kineto,
                  "PyTorch profiler (Kineto) Chrome trace JSON to fit --hardware's GEMM, memory and NCCL curves to");
   app.add_option("-o,--output", cmd->output,
-                 "with --backend or --from-kineto: write the profile YAML here (default stdout; required for cuda)");
+                 "write the profile YAML here (--from-runs: the fitted profile; --backend, --from-kineto: default "
+                 "stdout; required for cuda)");
   app.add_option("--name", cmd->name,
                  "the written profile's name (default cpu-dev, BASE-calibrated for cuda, BASE-kineto for a trace)");
   return Action([cmd] { return cmd->run(); });
