@@ -1,4 +1,5 @@
-// Errors are thrown inside and caught here once: usage errors exit 2, failures exit 1.
+// Errors are thrown inside and caught here once: usage errors exit 2, failures exit 1. Under MPI
+// a failing rank ends the whole job (abort_distributed_run), so that no peer hangs.
 #include "tools/cli/cli.hpp"
 
 #include <algorithm>
@@ -7,6 +8,7 @@
 
 #include "common/error.hpp"
 #include "common/suggest.hpp"
+#include "executor/communicator.hpp"
 #include "tools/cli/command.hpp"
 
 namespace sixfold::cli {
@@ -94,6 +96,11 @@ int run_cli(int argc, const char* const* argv) {
   } catch (const std::exception& e) {
     std::cerr << "sixfold: error: " << e.what() << "\n";
     rc = 1;
+  }
+  if (rc != 0) {
+    std::cerr.flush();
+    std::cout.flush();
+    abort_distributed_run(rc);
   }
   return rc;
 }
