@@ -348,7 +348,11 @@ void apply_overrides(HardwareProfile& hw, const ClusterOverrides& o) {
 
 ClusterOverrides load_cluster_overrides(const std::string& name_or_path, std::string* hardware_name) {
   NamedText file = read_named(name_or_path, kClusterFolder, "cluster");
-  YamlDoc doc = parse_yaml(file.text, file.source);
+  return parse_cluster_overrides(file.text, file.source, hardware_name);
+}
+
+ClusterOverrides parse_cluster_overrides(const std::string& yaml_text, const std::string& source, std::string* hardware_name) {
+  YamlDoc doc = parse_yaml(yaml_text, source);
   const YAML::Node& root = doc.root;
   if (!root || !root.IsMap()) throw Error(doc.source + ": a cluster file must be a YAML map of fields");
   ClusterOverrides o;
