@@ -1,9 +1,10 @@
 #include "common/csv.hpp"
 
-#include <fstream>
-#include <sstream>
+#include <set>
 
 #include "common/error.hpp"
+#include "common/file_io.hpp"
+#include "common/parse.hpp"
 
 namespace sixfold {
 
@@ -30,18 +31,28 @@ CsvTable parse_csv(const std::string& text, const std::string& source) {
   auto end_record = [&] {
     record.push_back(field);
     field.clear();
-    if (t.header.empty()) t.header = record;
-    else if (!(record.size() == 1 && record[0].empty())) {
+    if (t.header.empty()) {
+      // A header names each column once: with two 'gpus' columns, which one a row means is a guess.
+      std::set<std::string> names;
+      for (const auto& name : record)
+        if (!name.empty() && !names.insert(name).second)
+          throw Error(source + ":" + std::to_string(record_line) + ": column '" + name + "' appears twice in the header");
+      t.header = record;
+    } else if (!(record.size() == 1 && record[0].empty())) {
       if (record.size() != t.header.size())
         throw Error(source + ":" + std::to_string(record_line) + ": " + std::to_string(record.size()) +
                     " fields, the header has " + std::to_string(t.header.size()));
+      if (t.rows.size() >= size_t(limits::kCsvRows))
+        throw Error(source + ": more than " + std::to_string(limits::kCsvRows) + " rows");
       t.rows.push_back(record);
       t.row_lines.push_back(record_line);
     }
     record.clear();
     record_line = line;
   };
-  for (size_t i = 0; i < text.size(); ++i) {
+  // A UTF-8 byte order mark (spreadsheets write one) is not part of the first column's name.
+  const size_t start = text.compare(0, 3, "\xEF\xBB\xBF") == 0 ? 3 : 0;
+  for (size_t i = start; i < text.size(); ++i) {
     const char c = text[i];
     any = true;
     if (quoted) {
@@ -55,7 +66,13 @@ CsvTable parse_csv(const std::string& text, const std::string& source) {
       continue;
     }
     if (c == '"') quoted = true;
-    else if (c == ',') { record.push_back(field); field.clear(); }
+    else if (c == ',') {
+      record.push_back(field);
+      field.clear();
+      if (record.size() >= size_t(limits::kCsvColumns))
+        throw Error(source + ":" + std::to_string(record_line) + ": more than " + std::to_string(limits::kCsvColumns) +
+                    " fields in a record");
+    }
     else if (c == '\n') { ++line; end_record(); }
     else if (c != '\r') field += c;
   }
@@ -66,11 +83,7 @@ CsvTable parse_csv(const std::string& text, const std::string& source) {
 }
 
 CsvTable read_csv(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw Error("cannot open '" + path + "'");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_csv(ss.str(), path);
+  return parse_csv(read_text_file(path, limits::kCsvFileBytes, "CSV files"), path);
 }
 
 }  // namespace sixfold

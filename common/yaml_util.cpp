@@ -3,26 +3,59 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
+#include <set>
+
+#include "common/file_io.hpp"
 
 namespace sixfold {
 
+namespace {
+
+// Walks every node once per path (aliases are visited again, so a billion-laughs document hits the
+// node limit instead of taking forever); refuses duplicate keys.
+void check_structure(const YamlDoc& doc, const YAML::Node& node, int depth, long& visited) {
+  constexpr int kMaxDepth = 64;
+  constexpr long kMaxNodes = 200000;
+  if (++visited > kMaxNodes)
+    throw Error(doc.source + ": more than " + std::to_string(kMaxNodes) + " YAML nodes (aliases counted each time they are used)");
+  if (depth > kMaxDepth) {
+    std::string where = doc.source;
+    if (node.Mark().line >= 0) where += ":" + std::to_string(node.Mark().line + 1);
+    throw Error(where + ": nested deeper than " + std::to_string(kMaxDepth) + " levels");
+  }
+  if (node.IsMap()) {
+    std::set<std::string> keys;
+    for (const auto& kv : node) {
+      if (!kv.first.IsScalar()) yaml_field_error(doc, kv.first, "?", "a key must be a plain name, not a list or mapping");
+      const std::string key = kv.first.Scalar();
+      if (!keys.insert(key).second) yaml_field_error(doc, kv.first, key, "given twice in the same mapping");
+      check_structure(doc, kv.second, depth + 1, visited);
+    }
+  } else if (node.IsSequence()) {
+    for (const auto& item : node) check_structure(doc, item, depth + 1, visited);
+  }
+}
+
+std::string field_path(const std::string& field, const std::string& path) { return path.empty() ? field : path; }
+
+}  // namespace
+
 YamlDoc parse_yaml(const std::string& text, const std::string& source) {
+  YamlDoc doc;
+  doc.source = source;
   try {
-    return YamlDoc{YAML::Load(text), source};
+    doc.root = YAML::Load(text);
   } catch (const YAML::Exception& e) {
     throw Error(source + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
                 ": malformed YAML: " + e.msg);
   }
+  long visited = 0;
+  check_structure(doc, doc.root, 0, visited);
+  return doc;
 }
 
 YamlDoc load_yaml_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw Error("cannot open '" + path + "'");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_yaml(ss.str(), path);
+  return parse_yaml(read_text_file(path, limits::kConfigFileBytes, "YAML files"), path);
 }
 
 void yaml_field_error(const YamlDoc& doc, const YAML::Node& node, const std::string& field,
@@ -32,52 +65,26 @@ void yaml_field_error(const YamlDoc& doc, const YAML::Node& node, const std::str
   throw Error(where + ": field '" + field + "': " + message);
 }
 
-namespace {
-bool iequals(const std::string& a, const char* b) {
-  std::string bb(b);
-  if (a.size() != bb.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(bb[i])))
-      return false;
-  return true;
-}
-
-double parse_scaled(const std::string& text, const std::string& what) {
-  size_t pos = 0;
-  double value = 0;
-  try {
-    value = std::stod(text, &pos);
-  } catch (const std::exception&) {
-    throw UsageError("cannot read " + what + " '" + text + "' (write e.g. 80GiB, 141GB, 25MB)");
+long long yaml_count(const YamlDoc& doc, const YAML::Node& parent, const std::string& field, long long min,
+                     long long max, std::optional<long long> fallback, const std::string& path) {
+  const std::string name = field_path(field, path);
+  const YAML::Node n = parent[field];
+  if (!n || n.IsNull()) {
+    if (fallback) return *fallback;
+    yaml_field_error(doc, parent, name, "missing");
   }
-  std::string suffix = text.substr(pos);
-  while (!suffix.empty() && suffix.front() == ' ') suffix.erase(suffix.begin());
-  struct Unit {
-    const char* name;
-    double scale;
-  };
-  static const Unit units[] = {{"", 1},          {"B", 1},           {"KiB", kKiB},
-                               {"MiB", kMiB},    {"GiB", kGiB},      {"TiB", kGiB * 1024},
-                               {"KB", 1e3},      {"MB", 1e6},        {"GB", 1e9},
-                               {"TB", 1e12},     {"K", 1e3},         {"M", 1e6},
-                               {"G", 1e9}};
-  for (const auto& u : units)
-    if (iequals(suffix, u.name)) {
-      // "GiB"/"GB" are case sensitive in spirit; iequals keeps "gib" working too.
-      if (!(value >= 0) || !std::isfinite(value)) break;
-      return value * u.scale;
-    }
-  throw UsageError("cannot read " + what + " '" + text +
-                   "': unknown unit (allowed: B, KiB, MiB, GiB, TiB, KB, MB, GB, TB)");
+  return yaml_parse_scalar(doc, n, name, [&](const std::string& text) { return parse_count(text, name, min, max); });
 }
-}  // namespace
 
-Bytes parse_size(const std::string& text) { return parse_scaled(text, "size"); }
-
-BytesPerSec parse_rate(const std::string& text) {
-  std::string t = text;
-  if (t.size() > 2 && (t.substr(t.size() - 2) == "/s")) t = t.substr(0, t.size() - 2);
-  return parse_scaled(t, "rate");
+double yaml_number(const YamlDoc& doc, const YAML::Node& parent, const std::string& field, double min, double max,
+                   std::optional<double> fallback, const std::string& path) {
+  const std::string name = field_path(field, path);
+  const YAML::Node n = parent[field];
+  if (!n || n.IsNull()) {
+    if (fallback) return *fallback;
+    yaml_field_error(doc, parent, name, "missing");
+  }
+  return yaml_parse_scalar(doc, n, name, [&](const std::string& text) { return parse_number(text, name, min, max); });
 }
 
 std::string format_gib(Bytes b, int decimals) {

@@ -2,10 +2,12 @@
 // Reading YAML with errors that name the file, the line and the field.
 #include <yaml-cpp/yaml.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "common/error.hpp"
+#include "common/parse.hpp"
 #include "common/units.hpp"
 
 namespace sixfold {
@@ -16,9 +18,11 @@ struct YamlDoc {
   std::string source;  // file path, or "built-in models/zoo/x.yaml"
 };
 
-// Parses text; a syntax error becomes Error("SOURCE:LINE:COL: ...").
+// Parses text; a syntax error becomes Error("SOURCE:LINE:COL: ..."). A key given twice in one
+// mapping, nesting deeper than 64 levels or more than 200000 nodes (aliases included) is an
+// Error too: yaml-cpp would keep the first of two keys silently.
 YamlDoc parse_yaml(const std::string& text, const std::string& source);
-// Reads and parses a file; a missing file is an Error naming it.
+// Reads (at most limits::kConfigFileBytes) and parses a file; a missing file is an Error naming it.
 YamlDoc load_yaml_file(const std::string& path);
 
 // "SOURCE:LINE: field 'NAME': MESSAGE"
@@ -48,11 +52,26 @@ T optional(const YamlDoc& doc, const YAML::Node& parent, const std::string& fiel
   }
 }
 
-// Sizes as users write them: "80GiB", "141GB", "25MB", "512KiB", "1e9", "4096".
-// Binary suffixes (KiB, MiB, GiB, TiB) are powers of 1024, decimal ones (KB, MB, GB, TB) of 1000.
-Bytes parse_size(const std::string& text);
-// Rates: "900GB/s", "3.35TB/s", "50GB" (the /s optional).
-BytesPerSec parse_rate(const std::string& text);
+// A whole number at parent[field] within [min, max] (common/parse.hpp's rules); a missing or null
+// field gives `fallback`, or an error when there is none. `path` names the field in messages
+// ("layout.tp"; default: field).
+long long yaml_count(const YamlDoc& doc, const YAML::Node& parent, const std::string& field, long long min,
+                     long long max, std::optional<long long> fallback = std::nullopt, const std::string& path = "");
+// A finite number at parent[field] within [min, max].
+double yaml_number(const YamlDoc& doc, const YAML::Node& parent, const std::string& field, double min, double max,
+                   std::optional<double> fallback = std::nullopt, const std::string& path = "");
+// Runs parse(text) on the scalar at `node`, turning its UsageError into a field error with the line.
+template <typename Parse>
+auto yaml_parse_scalar(const YamlDoc& doc, const YAML::Node& node, const std::string& path, Parse parse) {
+  if (!node.IsScalar()) yaml_field_error(doc, node, path, "expected a single value, got " + YAML::Dump(node));
+  try {
+    return parse(node.Scalar());
+  } catch (const UsageError& e) {
+    std::string message = e.what();
+    if (message.rfind(path + ": ", 0) == 0) message = message.substr(path.size() + 2);
+    yaml_field_error(doc, node, path, message);
+  }
+}
 // "80.0 GiB" style for human output.
 std::string format_gib(Bytes b, int decimals = 2);
 

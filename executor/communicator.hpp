@@ -64,4 +64,9 @@ std::unique_ptr<Communicator> make_world_communicator(double timeout_s);
 // True when the environment says an MPI launcher started this process with more than one rank.
 int launched_world_size();
 
+// After a fatal error on one rank of a launch of several (a communication timeout, any error the
+// CLI catches): ends every rank of the job with `code` (MPI_Abort), so that no peer waits forever
+// in a collective or in MPI_Finalize. Does nothing in a world of one or before MPI started.
+void abort_distributed_run(int code);
+
 }  // namespace sixfold

@@ -171,6 +171,15 @@ void finalize_mpi() {
 
 }  // namespace
 
+void abort_mpi_world(int code) {
+  int initialized = 0, finalized = 0, size = 1;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (!initialized || finalized) return;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (size > 1) MPI_Abort(MPI_COMM_WORLD, code);
+}
+
 std::unique_ptr<Communicator> make_mpi_world_communicator(double timeout_s) {
   int initialized = 0;
   MPI_Initialized(&initialized);

@@ -19,4 +19,12 @@ std::unique_ptr<Communicator> make_world_communicator(double timeout_s) {
   return std::make_unique<SelfCommunicator>("world");
 }
 
+void abort_distributed_run(int code) {
+#ifdef SIXFOLD_HAVE_MPI
+  abort_mpi_world(code);
+#else
+  (void)code;
+#endif
+}
+
 }  // namespace sixfold

@@ -9,6 +9,8 @@
 #include <sstream>
 
 #include "common/error.hpp"
+#include "common/file_io.hpp"
+#include "common/parse.hpp"
 
 namespace sixfold {
 
@@ -66,14 +68,33 @@ class ConfigReader {
     return find(field) ? string(field) : fallback;
   }
 
+  // An integer within the range of the ModelSpec field it fills (model_field_range).
+  long long count(const std::string& field, const std::string& model_field) const {
+    return in_range(field, integer(field), model_field_range(model_field));
+  }
+  long long count(const std::string& field, const std::string& model_field, long long fallback) const {
+    return find(field) ? count(field, model_field) : fallback;
+  }
+  long long in_range(const std::string& field, long long v, FieldRange r) const {
+    if (v < r.min || v > r.max)
+      fail(field, std::to_string(v) + " is out of range (allowed: " + std::to_string(r.min) + " to " + std::to_string(r.max) + ")");
+    return v;
+  }
+
   long long as_integer(const json& v, const std::string& field) const {
+    if (v.is_number_unsigned() && v.get<unsigned long long>() > 0x7fffffffffffffffULL) fail(field, v.dump() + " is out of range");
     if (v.is_number_integer()) return v.get<long long>();
-    if (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>()) return static_cast<long long>(v.get<double>());
+    if (v.is_number_float()) {
+      const double d = v.get<double>();
+      if (std::isfinite(d) && std::floor(d) == d && std::fabs(d) < 9e15) return static_cast<long long>(d);
+    }
     fail(field, "expected an integer, got " + v.dump());
   }
   double as_number(const json& v, const std::string& field) const {
     if (!v.is_number()) fail(field, "expected a number, got " + v.dump());
-    return v.get<double>();
+    const double d = v.get<double>();
+    if (!std::isfinite(d)) fail(field, "expected a finite number, got " + v.dump());
+    return d;
   }
 
  private:
@@ -131,16 +152,26 @@ double rotary_fraction_of(const ConfigReader& cfg, const json& root, double fall
 }
 
 // Fields shared by every supported decoder.
+// hidden_act of the MLP: the activation ModelSpec prices, refused when it is another.
+void check_activation(const ConfigReader& cfg, const std::vector<std::string>& allowed) {
+  const std::string act = cfg.string("hidden_act", allowed.front());
+  if (std::find(allowed.begin(), allowed.end(), act) == allowed.end())
+    cfg.fail("hidden_act", "'" + act + "' is not supported (allowed: " + join(allowed) + ")");
+}
+
 void read_common(const ConfigReader& cfg, ModelSpec& m) {
-  m.layers = static_cast<int>(cfg.integer("num_hidden_layers"));
-  m.hidden = cfg.integer("hidden_size");
-  m.heads = static_cast<int>(cfg.integer("num_attention_heads"));
-  m.kv_heads = static_cast<int>(cfg.integer("num_key_value_heads", m.heads));
-  m.vocab = cfg.integer("vocab_size");
-  m.max_seq = static_cast<int>(cfg.integer("max_position_embeddings", 0));
+  m.layers = static_cast<int>(cfg.count("num_hidden_layers", "layers"));
+  m.hidden = cfg.count("hidden_size", "hidden");
+  m.heads = static_cast<int>(cfg.count("num_attention_heads", "heads"));
+  m.kv_heads = static_cast<int>(cfg.count("num_key_value_heads", "kv_heads", m.heads));
+  m.vocab = cfg.count("vocab_size", "vocab");
+  m.max_seq = static_cast<int>(cfg.count("max_position_embeddings", "max_seq", 0));
   // Every supported configuration class defaults tie_word_embeddings to false.
   m.tied_embeddings = cfg.boolean("tie_word_embeddings", false);
-  m.head_dim = static_cast<int>(cfg.integer("head_dim", m.heads > 0 ? m.hidden / m.heads : 0));
+  if (!cfg.find("head_dim") && m.hidden % m.heads != 0)
+    cfg.fail("hidden_size", std::to_string(m.hidden) + " is not a multiple of num_attention_heads " + std::to_string(m.heads) +
+                                " and head_dim is not given");
+  m.head_dim = static_cast<int>(cfg.count("head_dim", "head_dim", m.hidden / m.heads));
   // Released configs set these to 0.0 (inference defaults); a fine-tuning config may not.
   m.dropout = cfg.number("attention_dropout", 0.0) > 0 || cfg.number("hidden_dropout", 0.0) > 0;
 }
@@ -148,6 +179,7 @@ void read_common(const ConfigReader& cfg, ModelSpec& m) {
 // Llama-style decoders: RMSNorm, gated SiLU MLP (SwiGLU), RoPE.
 void read_llama_like(const ConfigReader& cfg, const json& root, ModelSpec& m) {
   read_common(cfg, m);
+  check_activation(cfg, {"silu", "swish"});
   m.norm = NormKind::RMSNorm;
   m.activation = Activation::SwiGLU;
   m.rotary_fraction = rotary_fraction_of(cfg, root, 1.0);
@@ -158,7 +190,8 @@ void read_llama_like(const ConfigReader& cfg, const json& root, ModelSpec& m) {
 
 void read_gpt_neox(const ConfigReader& cfg, const json& root, ModelSpec& m) {
   read_common(cfg, m);
-  m.ffn = cfg.integer("intermediate_size");
+  check_activation(cfg, {"gelu", "gelu_new", "gelu_fast", "gelu_pytorch_tanh"});
+  m.ffn = cfg.count("intermediate_size", "ffn");
   m.norm = NormKind::LayerNorm;
   m.activation = Activation::GELU;
   // GPTNeoXConfig defaults: use_parallel_residual true, rotary_pct 0.25; biases on every linear.
@@ -172,19 +205,19 @@ void read_gpt_neox(const ConfigReader& cfg, const json& root, ModelSpec& m) {
 }
 
 void read_qwen3_moe(const ConfigReader& cfg, ModelSpec& m) {
-  m.moe.num_experts = static_cast<int>(cfg.integer("num_experts"));
-  m.moe.top_k = static_cast<int>(cfg.integer("num_experts_per_tok"));
-  m.moe.expert_ffn = cfg.integer("moe_intermediate_size");
-  m.ffn = cfg.integer("intermediate_size", 0);
+  m.moe.num_experts = static_cast<int>(cfg.count("num_experts", "moe.experts"));
+  m.moe.top_k = static_cast<int>(cfg.count("num_experts_per_tok", "moe.top_k"));
+  m.moe.expert_ffn = cfg.count("moe_intermediate_size", "moe.expert_ffn");
+  m.ffn = cfg.count("intermediate_size", "ffn", 0);
   // Qwen3MoeDecoderLayer: layer i is sparse when i is not in mlp_only_layers and
   // (i + 1) % decoder_sparse_step == 0, i.e. layers step-1, 2*step-1, ...
-  const long long step = cfg.integer("decoder_sparse_step", 1);
-  if (step < 1) cfg.fail("decoder_sparse_step", "must be at least 1");
+  const long long step = cfg.count("decoder_sparse_step", "moe.layer_frequency", 1);
   m.moe.layer_frequency = static_cast<int>(step);
   m.moe.first_k_dense = static_cast<int>(step - 1);
   if (const json* dense = cfg.find("mlp_only_layers")) {
     if (!dense->is_array()) cfg.fail("mlp_only_layers", "expected a list of layer indices, got " + dense->dump());
     // Only a leading run 0..k-1 with step 1 fits ModelSpec's first_k_dense.
+    if (dense->size() > std::size_t(m.layers)) cfg.fail("mlp_only_layers", "lists more layers than num_hidden_layers");
     for (std::size_t i = 0; i < dense->size(); ++i)
       if (cfg.as_integer((*dense)[i], "mlp_only_layers") != static_cast<long long>(i) || step != 1)
         cfg.fail("mlp_only_layers", "only a leading run 0, 1, ..., k-1 with decoder_sparse_step 1 is supported, got " +
@@ -195,32 +228,32 @@ void read_qwen3_moe(const ConfigReader& cfg, ModelSpec& m) {
 
 void read_deepseek(const ConfigReader& cfg, const json& root, ModelSpec& m, bool v3) {
   read_common(cfg, m);
+  check_activation(cfg, {"silu", "swish"});
   m.norm = NormKind::RMSNorm;
   m.activation = Activation::SwiGLU;
-  m.ffn = cfg.integer("intermediate_size");
+  m.ffn = cfg.count("intermediate_size", "ffn");
   auto& a = m.mla;
   a.enabled = true;
-  a.q_lora_rank = static_cast<int>(cfg.integer("q_lora_rank", 0));  // null in DeepSeek-V2-Lite: plain q_proj
-  a.kv_lora_rank = static_cast<int>(cfg.integer("kv_lora_rank"));
-  a.qk_nope_head_dim = static_cast<int>(cfg.integer("qk_nope_head_dim"));
-  a.qk_rope_head_dim = static_cast<int>(cfg.integer("qk_rope_head_dim"));
-  a.v_head_dim = static_cast<int>(cfg.integer("v_head_dim"));
+  a.q_lora_rank = static_cast<int>(cfg.count("q_lora_rank", "mla.q_lora_rank", 0));  // null in DeepSeek-V2-Lite: plain q_proj
+  a.kv_lora_rank = static_cast<int>(cfg.count("kv_lora_rank", "mla.kv_lora_rank"));
+  a.qk_nope_head_dim = static_cast<int>(cfg.count("qk_nope_head_dim", "mla.qk_nope_head_dim"));
+  a.qk_rope_head_dim = static_cast<int>(cfg.count("qk_rope_head_dim", "mla.qk_rope_head_dim"));
+  a.v_head_dim = static_cast<int>(cfg.count("v_head_dim", "mla.v_head_dim"));
   m.head_dim = a.qk_nope_head_dim + a.qk_rope_head_dim;
   rotary_fraction_of(cfg, root, 1.0);
   // RoPE touches only the decoupled rope part of each query/key head.
   m.rotary_fraction = m.head_dim > 0 ? double(a.qk_rope_head_dim) / m.head_dim : 0.0;
   if (cfg.find("n_routed_experts")) {
-    m.moe.num_experts = static_cast<int>(cfg.integer("n_routed_experts"));
-    m.moe.top_k = static_cast<int>(cfg.integer("num_experts_per_tok"));
-    m.moe.expert_ffn = cfg.integer("moe_intermediate_size");
+    m.moe.num_experts = static_cast<int>(cfg.count("n_routed_experts", "moe.experts"));
+    m.moe.top_k = static_cast<int>(cfg.count("num_experts_per_tok", "moe.top_k"));
+    m.moe.expert_ffn = cfg.count("moe_intermediate_size", "moe.expert_ffn");
     // DeepseekV3MLP(intermediate_size = moe_intermediate_size * n_shared_experts) holds the same
     // parameters as n_shared_experts experts of moe_intermediate_size each (no biases).
-    m.moe.shared_experts = static_cast<int>(cfg.integer("n_shared_experts", 0));
+    m.moe.shared_experts = static_cast<int>(cfg.count("n_shared_experts", "moe.shared_experts", 0));
     // DeepSeek's rule: layer i is MoE when i >= first_k_dense_replace and i % moe_layer_freq == 0.
     // ModelSpec counts from the first MoE layer, so start at the first multiple of the frequency.
-    const long long first = cfg.integer("first_k_dense_replace", 0);
-    const long long freq = cfg.integer("moe_layer_freq", 1);
-    if (freq < 1) cfg.fail("moe_layer_freq", "must be at least 1");
+    const long long first = cfg.count("first_k_dense_replace", "moe.first_k_dense", 0);
+    const long long freq = cfg.count("moe_layer_freq", "moe.layer_frequency", 1);
     m.moe.layer_frequency = static_cast<int>(freq);
     m.moe.first_k_dense = static_cast<int>((first + freq - 1) / freq * freq);
     // V3 balances experts with a learned per-expert score bias (topk_method "noaux_tc").
@@ -263,32 +296,33 @@ ModelSpec parse_hf_config(const std::string& json_text, const std::string& sourc
     if (type == "qwen2") m.qkv_bias = true;  // Qwen2Attention: q, k, v always carry a bias
     if (type == "qwen3" || type == "qwen3_moe") m.qk_norm = true;
     if (type == "mixtral") {
-      m.ffn = cfg.integer("intermediate_size");
-      m.moe.num_experts = static_cast<int>(cfg.integer("num_local_experts"));
-      m.moe.top_k = static_cast<int>(cfg.integer("num_experts_per_tok"));
+      m.ffn = cfg.count("intermediate_size", "moe.expert_ffn");
+      m.moe.num_experts = static_cast<int>(cfg.count("num_local_experts", "moe.experts"));
+      m.moe.top_k = static_cast<int>(cfg.count("num_experts_per_tok", "moe.top_k"));
       m.moe.expert_ffn = m.ffn;
     } else if (type == "qwen3_moe") {
       read_qwen3_moe(cfg, m);
     } else {
-      m.ffn = cfg.integer("intermediate_size");
+      m.ffn = cfg.count("intermediate_size", "ffn");
     }
   }
   validate_model(m, source);
   return m;
 }
 
-ModelSpec load_hf_config(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw Error("cannot open '" + path + "'");
-  std::stringstream ss;
-  ss << in.rdbuf();
+std::string hf_model_name(const std::string& path) {
   const std::filesystem::path p(path);
   std::string name = p.stem().string();
   if (p.filename() == "config.json") {
-    const auto folder = std::filesystem::absolute(p).parent_path().filename().string();
+    std::error_code ec;
+    const auto folder = std::filesystem::absolute(p, ec).parent_path().filename().string();
     if (!folder.empty()) name = folder;
   }
-  return parse_hf_config(ss.str(), path, name);
+  return name;
+}
+
+ModelSpec load_hf_config(const std::string& path) {
+  return parse_hf_config(read_text_file(path, limits::kConfigFileBytes, "config.json files"), path, hf_model_name(path));
 }
 
 }  // namespace sixfold

@@ -21,5 +21,7 @@ ModelSpec parse_hf_config(const std::string& json_text, const std::string& sourc
 // Reads a config.json. The model is named after the file's folder when the file is called
 // config.json (".../Meta-Llama-3-8B/config.json" -> "Meta-Llama-3-8B"), else after its stem.
 ModelSpec load_hf_config(const std::string& path);
+// The model name a config file gives: its folder's name for .../NAME/config.json, else the file's stem.
+std::string hf_model_name(const std::string& path);
 
 }  // namespace sixfold

@@ -3,11 +3,14 @@
 #include <sstream>
 
 #include "common/error.hpp"
+#include "common/parse.hpp"
 
 namespace sixfold {
 
 Count micro_batches_per_step(const Layout& l, const Workload& w) {
-  return w.global_batch / (Count(l.dp) * l.micro_batch);
+  Count per_step = 0;  // dp x micro-batch; 0 (and so no micro-batch) when it overflows or is not positive
+  if (l.dp < 1 || l.micro_batch < 1 || __builtin_mul_overflow(Count(l.dp), l.micro_batch, &per_step)) return 0;
+  return w.global_batch / per_step;
 }
 
 std::vector<int> stage_layer_counts(const ModelSpec& m, const Layout& l) {
@@ -57,18 +60,29 @@ void validate_layout(const ModelSpec& m, const Layout& l, const Workload& w, int
     if (!ok) throw LayoutError(constraint, detail);
   };
   const auto s = [](auto v) { return std::to_string(v); };
-  need(l.dp >= 1 && l.tp >= 1 && l.pp >= 1 && l.cp >= 1 && l.ep >= 1 && l.etp >= 1 && l.vpp >= 1,
-       "degrees are positive", describe(l));
+  for (const auto& [name, degree] : {std::pair{"dp", l.dp}, {"tp", l.tp}, {"pp", l.pp}, {"cp", l.cp}, {"ep", l.ep},
+                                      {"etp", l.etp}, {"vpp", l.vpp}})
+    need(degree >= 1, "degrees are positive", std::string(name) + "=" + s(degree) + " (in " + describe(l) + ")");
+  // Each degree below 2^20 GPUs keeps the products below in 64 bits.
+  for (const auto& [name, degree] : {std::pair{"dp", l.dp}, {"tp", l.tp}, {"pp", l.pp}, {"cp", l.cp}, {"ep", l.ep},
+                                      {"etp", l.etp}})
+    need(degree <= limits::kGpus, "degrees are at most 2^20", std::string(name) + "=" + s(degree));
+  need(Count(l.dp) * l.tp * l.pp <= limits::kGpus && Count(l.dp) * l.tp * l.pp * l.cp <= limits::kGpus,
+       "dp*tp*pp*cp at most 2^20 GPUs", describe(l));
   if (gpus > 0)
     need(l.gpus() == gpus, "dp*tp*pp*cp = gpus",
          s(l.dp) + "*" + s(l.tp) + "*" + s(l.pp) + "*" + s(l.cp) + " = " + s(l.gpus()) + ", not " + s(gpus));
+  need(m.heads >= 1 && m.kv_heads >= 1, "the model has heads", "heads=" + s(m.heads) + ", kv_heads=" + s(m.kv_heads));
   need(m.heads % l.tp == 0, "tp divides heads", "tp=" + s(l.tp) + ", heads=" + s(m.heads));
   need(m.kv_heads % l.tp == 0 || l.tp % m.kv_heads == 0, "tp divides kv heads (or kv heads divide tp)",
        "tp=" + s(l.tp) + ", kv_heads=" + s(m.kv_heads));
   need(!l.sp || l.tp > 1, "sequence parallelism needs tp > 1", "sp on with tp=1");
   need(l.zero >= 0 && l.zero <= 3, "zero stage in 0..3", "zero=" + s(l.zero));
   need(l.micro_batch >= 1, "micro-batch is positive", s(l.micro_batch));
-  need(w.global_batch % (Count(l.dp) * l.micro_batch) == 0, "global batch divisible by dp*micro-batch",
+  need(w.seq >= 1 && w.global_batch >= 1, "sequence and global batch are positive",
+       "seq " + s(w.seq) + ", global batch " + s(w.global_batch));
+  const Count per_step = micro_batches_per_step(l, w);
+  need(per_step >= 1 && per_step * l.dp * l.micro_batch == w.global_batch, "global batch divisible by dp*micro-batch",
        "global batch " + s(w.global_batch) + ", dp " + s(l.dp) + ", micro-batch " + s(l.micro_batch));
   need(w.seq % (2 * l.cp) == 0 || l.cp == 1, "cp splits the sequence into 2*cp chunks",
        "seq " + s(w.seq) + ", cp " + s(l.cp));
@@ -76,7 +90,7 @@ void validate_layout(const ModelSpec& m, const Layout& l, const Workload& w, int
   if (m.moe.enabled()) {
     need(m.moe.num_experts % l.ep == 0, "ep divides experts", "ep=" + s(l.ep) + ", experts=" + s(m.moe.num_experts));
     need((Count(l.tp) * l.cp * l.dp) % (Count(l.ep) * l.etp) == 0, "ep*etp divides tp*cp*dp",
-         "ep*etp=" + s(l.ep * l.etp) + ", tp*cp*dp=" + s(l.tp * l.cp * l.dp));
+         "ep*etp=" + s(Count(l.ep) * l.etp) + ", tp*cp*dp=" + s(Count(l.tp) * l.cp * l.dp));
   } else {
     need(l.ep == 1 && l.etp == 1, "ep and etp are 1 for a dense model", "ep=" + s(l.ep) + ", etp=" + s(l.etp));
   }

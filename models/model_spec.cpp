@@ -1,6 +1,12 @@
 #include "models/model_spec.hpp"
 
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+
 #include "common/error.hpp"
+#include "common/parse.hpp"
 
 namespace sixfold {
 
@@ -77,10 +83,104 @@ ParameterCounts count_parameters(const ModelSpec& m) {
   return c;
 }
 
+FieldRange model_field_range(const std::string& field) {
+  using namespace limits;
+  static const std::map<std::string, FieldRange> ranges = {
+      {"layers", {1, kLayers}},
+      {"hidden", {1, kHidden}},
+      {"ffn", {0, kFfn}},
+      {"heads", {1, kHeads}},
+      {"kv_heads", {1, kHeads}},
+      {"head_dim", {0, kHeadDim}},
+      {"vocab", {1, kVocab}},
+      {"max_seq", {0, kSeq}},
+      {"moe.experts", {1, kExperts}},
+      {"moe.top_k", {1, kTopK}},
+      {"moe.expert_ffn", {1, kFfn}},
+      {"moe.shared_experts", {0, kExperts}},
+      {"moe.shared_expert_ffn", {0, kFfn}},
+      {"moe.first_k_dense", {0, kLayers}},
+      {"moe.layer_frequency", {1, kLayers}},
+      {"mla.q_lora_rank", {0, kLoraRank}},
+      {"mla.kv_lora_rank", {1, kLoraRank}},
+      {"mla.qk_nope_head_dim", {1, kHeadDim}},
+      {"mla.qk_rope_head_dim", {0, kHeadDim}},
+      {"mla.v_head_dim", {1, kHeadDim}},
+  };
+  auto it = ranges.find(field);
+  if (it == ranges.end()) throw Error("model_field_range: no field '" + field + "'");
+  return it->second;
+}
+
+namespace {
+// An upper bound of the parameter count in floating point, so that a huge description is refused
+// before count_parameters' 64-bit sums could overflow.
+double parameter_bound(const ModelSpec& m) {
+  const double h = double(m.hidden), layers = double(m.layers);
+  const double qk = m.mla.enabled ? double(m.mla.qk_nope_head_dim) + m.mla.qk_rope_head_dim : double(m.head_dim);
+  const double v = m.mla.enabled ? double(m.mla.v_head_dim) : double(m.head_dim);
+  double attention = 4 * h + (h + 1) * (double(m.heads) * qk + 2.0 * m.kv_heads * qk) + double(m.heads) * v * h;
+  if (m.mla.enabled)
+    attention += (h + 1 + double(m.heads) * qk) * m.mla.q_lora_rank +
+                 (h + 1 + double(m.heads) * (m.mla.qk_nope_head_dim + m.mla.v_head_dim)) * m.mla.kv_lora_rank +
+                 h * m.mla.qk_rope_head_dim + double(m.heads) * v * h;
+  const auto mlp = [&](double ffn) { return 3 * h * ffn + 2 * ffn + 3 * h; };
+  double ffn_block = mlp(double(m.ffn));
+  if (m.moe.enabled()) {
+    const double shared_ffn = m.moe.shared_expert_ffn > 0 ? double(m.moe.shared_expert_ffn) : double(m.moe.expert_ffn);
+    ffn_block = std::max(ffn_block, double(m.moe.num_experts) * mlp(double(m.moe.expert_ffn)) +
+                                        double(m.moe.shared_experts) * mlp(shared_ffn) + h * (m.moe.num_experts + 1) + 3 * h);
+  }
+  return 2 * double(m.vocab) * h + double(m.max_seq) * h + 4 * h + layers * (attention + ffn_block);
+}
+}  // namespace
+
 void validate_model(const ModelSpec& m, const std::string& source) {
   auto fail = [&](const std::string& field, const std::string& why) {
     throw UsageError(source + ": field '" + field + "': " + why);
   };
+  auto in_range = [&](const std::string& field, long long value) {
+    const FieldRange r = model_field_range(field);
+    if (value < r.min || value > r.max)
+      fail(field, std::to_string(value) + " is out of range (allowed: " + std::to_string(r.min) + " to " +
+                      std::to_string(r.max) + ")");
+  };
+  in_range("layers", m.layers);
+  in_range("hidden", m.hidden);
+  in_range("ffn", m.ffn);
+  in_range("heads", m.heads);
+  in_range("kv_heads", m.kv_heads);
+  in_range("vocab", m.vocab);
+  in_range("max_seq", m.max_seq);
+  if (!m.mla.enabled) in_range("head_dim", m.head_dim);
+  if (!std::isfinite(m.rotary_fraction)) fail("rotary_fraction", "must be a finite number within [0, 1]");
+  if (m.moe.num_experts != 0) {
+    in_range("moe.experts", m.moe.num_experts);
+    in_range("moe.top_k", m.moe.top_k);
+    in_range("moe.expert_ffn", m.moe.expert_ffn);
+    in_range("moe.shared_experts", m.moe.shared_experts);
+    in_range("moe.shared_expert_ffn", m.moe.shared_expert_ffn);
+    in_range("moe.first_k_dense", m.moe.first_k_dense);
+    in_range("moe.layer_frequency", m.moe.layer_frequency);
+    if (!std::isfinite(m.moe.capacity_factor) || m.moe.capacity_factor < 0 || m.moe.capacity_factor > 1000)
+      fail("moe.capacity_factor", "must be within [0, 1000] (0: dropless)");
+  }
+  if (m.mla.enabled) {
+    in_range("mla.q_lora_rank", m.mla.q_lora_rank);
+    in_range("mla.kv_lora_rank", m.mla.kv_lora_rank);
+    in_range("mla.qk_nope_head_dim", m.mla.qk_nope_head_dim);
+    in_range("mla.qk_rope_head_dim", m.mla.qk_rope_head_dim);
+    in_range("mla.v_head_dim", m.mla.v_head_dim);
+  }
+  // Attention widths bound the activations a rank holds (tokens x width x bytes in 64 bits).
+  if (double(m.heads) * std::max(m.q_head_dim(), m.v_head_dim()) > double(4 * limits::kHidden))
+    fail("head_dim", "heads x head_dim = " + std::to_string(Count(m.heads) * std::max(m.q_head_dim(), m.v_head_dim())) +
+                         " is above " + std::to_string(4 * limits::kHidden));
+  if (const double p = parameter_bound(m); p > limits::kParameters) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.3g", p);
+    fail("layers", std::string("the model would have about ") + buf + " parameters (at most 1e15)");
+  }
   if (m.layers <= 0) fail("layers", "must be positive");
   if (m.hidden <= 0) fail("hidden", "must be positive");
   if (m.heads <= 0) fail("heads", "must be positive");
@@ -88,7 +188,7 @@ void validate_model(const ModelSpec& m, const std::string& source) {
   if (m.vocab <= 0) fail("vocab", "must be positive");
   if (m.head_dim <= 0 && !m.mla.enabled) fail("head_dim", "must be positive");
   if (m.ffn <= 0 && (!m.moe.enabled() || m.moe.first_k_dense > 0)) fail("ffn", "must be positive");
-  if (m.rotary_fraction < 0 || m.rotary_fraction > 1) fail("rotary_fraction", "must be within [0, 1]");
+  if (!(m.rotary_fraction >= 0 && m.rotary_fraction <= 1)) fail("rotary_fraction", "must be within [0, 1]");
   if (m.learned_positions && m.max_seq <= 0) fail("max_seq", "must be positive with learned_positions (rows of the position table)");
   if (m.moe.enabled()) {
     if (m.moe.top_k <= 0 || m.moe.top_k > m.moe.num_experts)

@@ -80,7 +80,15 @@ struct ParameterCounts {
 
 ParameterCounts count_parameters(const ModelSpec& model);
 
-// Throws UsageError naming the field when the description is inconsistent.
+// The values a model field may take ("layers", "hidden", "moe.experts", "mla.kv_lora_rank", ...),
+// shared by the zoo YAML and Hugging Face readers and validate_model. Unknown names throw.
+struct FieldRange {
+  long long min, max;
+};
+FieldRange model_field_range(const std::string& field);
+
+// Throws UsageError naming the field when the description is inconsistent or out of range
+// (model_field_range; at most limits::kParameters parameters in all).
 void validate_model(const ModelSpec& model, const std::string& source);
 
 }  // namespace sixfold

@@ -8,6 +8,8 @@
 
 #include "common/builtin_data.hpp"
 #include "common/error.hpp"
+#include "common/file_io.hpp"
+#include "common/suggest.hpp"
 #include "common/yaml_util.hpp"
 #include "models/hf_config.hpp"
 
@@ -34,12 +36,12 @@ void reject_unknown_fields(const YamlDoc& doc, const YAML::Node& map, const std:
   }
 }
 
-template <typename T>
-T positive_or_zero(const YamlDoc& doc, const YAML::Node& parent, const std::string& field, const T& fallback,
-                   const std::string& prefix = "") {
-  const T value = optional<T>(doc, parent, field, fallback);
-  if (value < 0) yaml_field_error(doc, parent[field], prefix + field, "must not be negative");
-  return value;
+// An integer field within the range model_field_range gives it ("moe.experts" for key "experts"
+// under prefix "moe.").
+long long count(const YamlDoc& doc, const YAML::Node& parent, const std::string& key, std::optional<long long> fallback,
+                const std::string& prefix = "") {
+  const FieldRange r = model_field_range(prefix + key);
+  return yaml_count(doc, parent, key, r.min, r.max, fallback, prefix + key);
 }
 
 NormKind parse_norm(const YamlDoc& doc, const YAML::Node& root) {
@@ -68,15 +70,14 @@ void parse_moe(const YamlDoc& doc, const YAML::Node& node, MoeSpec& moe) {
   reject_unknown_fields(doc, node, "moe.",
                         {"experts", "top_k", "expert_ffn", "shared_experts", "shared_expert_ffn", "first_k_dense",
                          "layer_frequency", "capacity_factor", "router_bias"});
-  moe.num_experts = required<int>(doc, node, "experts");
-  moe.top_k = required<int>(doc, node, "top_k");
-  moe.expert_ffn = required<Count>(doc, node, "expert_ffn");
-  moe.shared_experts = positive_or_zero<int>(doc, node, "shared_experts", 0, "moe.");
-  moe.shared_expert_ffn = positive_or_zero<Count>(doc, node, "shared_expert_ffn", 0, "moe.");
-  moe.first_k_dense = positive_or_zero<int>(doc, node, "first_k_dense", 0, "moe.");
-  moe.layer_frequency = optional<int>(doc, node, "layer_frequency", 1);
-  if (moe.layer_frequency < 1) yaml_field_error(doc, node["layer_frequency"], "moe.layer_frequency", "must be at least 1");
-  moe.capacity_factor = positive_or_zero<double>(doc, node, "capacity_factor", 0.0, "moe.");
+  moe.num_experts = int(count(doc, node, "experts", std::nullopt, "moe."));
+  moe.top_k = int(count(doc, node, "top_k", std::nullopt, "moe."));
+  moe.expert_ffn = count(doc, node, "expert_ffn", std::nullopt, "moe.");
+  moe.shared_experts = int(count(doc, node, "shared_experts", 0, "moe."));
+  moe.shared_expert_ffn = count(doc, node, "shared_expert_ffn", 0, "moe.");
+  moe.first_k_dense = int(count(doc, node, "first_k_dense", 0, "moe."));
+  moe.layer_frequency = int(count(doc, node, "layer_frequency", 1, "moe."));
+  moe.capacity_factor = yaml_number(doc, node, "capacity_factor", 0.0, 1000.0, 0.0, "moe.capacity_factor");
   moe.router_bias = optional<bool>(doc, node, "router_bias", false);
 }
 
@@ -84,18 +85,16 @@ void parse_mla(const YamlDoc& doc, const YAML::Node& node, MlaSpec& mla) {
   reject_unknown_fields(doc, node, "mla.",
                         {"q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"});
   mla.enabled = true;
-  mla.q_lora_rank = positive_or_zero<int>(doc, node, "q_lora_rank", 0, "mla.");
-  mla.kv_lora_rank = required<int>(doc, node, "kv_lora_rank");
-  mla.qk_nope_head_dim = required<int>(doc, node, "qk_nope_head_dim");
-  mla.qk_rope_head_dim = required<int>(doc, node, "qk_rope_head_dim");
-  mla.v_head_dim = required<int>(doc, node, "v_head_dim");
+  mla.q_lora_rank = int(count(doc, node, "q_lora_rank", 0, "mla."));
+  mla.kv_lora_rank = int(count(doc, node, "kv_lora_rank", std::nullopt, "mla."));
+  mla.qk_nope_head_dim = int(count(doc, node, "qk_nope_head_dim", std::nullopt, "mla."));
+  mla.qk_rope_head_dim = int(count(doc, node, "qk_rope_head_dim", std::nullopt, "mla."));
+  mla.v_head_dim = int(count(doc, node, "v_head_dim", std::nullopt, "mla."));
 }
 
-bool looks_like_json(const std::string& path) {
+bool looks_like_json(const std::string& path, const std::string& text) {
   if (path.size() >= 5 && path.substr(path.size() - 5) == ".json") return true;
-  std::ifstream in(path);
-  char c = 0;
-  while (in.get(c))
+  for (char c : text)
     if (!std::isspace(static_cast<unsigned char>(c))) return c == '{';
   return false;
 }
@@ -112,17 +111,17 @@ ModelSpec parse_model_yaml(const std::string& text, const std::string& source) {
                          "qkv_bias", "linear_bias", "qk_norm", "learned_positions", "dropout", "moe", "mla"});
   ModelSpec m;
   m.name = optional<std::string>(doc, root, "name", stem_of(source));
-  m.layers = required<int>(doc, root, "layers");
-  m.hidden = required<Count>(doc, root, "hidden");
-  m.heads = required<int>(doc, root, "heads");
-  m.kv_heads = optional<int>(doc, root, "kv_heads", m.heads);
-  m.vocab = required<Count>(doc, root, "vocab");
-  m.max_seq = positive_or_zero<int>(doc, root, "max_seq", 0);
+  m.layers = int(count(doc, root, "layers", std::nullopt));
+  m.hidden = count(doc, root, "hidden", std::nullopt);
+  m.heads = int(count(doc, root, "heads", std::nullopt));
+  m.kv_heads = int(count(doc, root, "kv_heads", m.heads));
+  m.vocab = count(doc, root, "vocab", std::nullopt);
+  m.max_seq = int(count(doc, root, "max_seq", 0));
   m.tied_embeddings = optional<bool>(doc, root, "tied_embeddings", false);
   m.norm = parse_norm(doc, root);
   m.activation = parse_activation(doc, root);
   m.parallel_residual = optional<bool>(doc, root, "parallel_residual", false);
-  m.rotary_fraction = optional<double>(doc, root, "rotary_fraction", 1.0);
+  m.rotary_fraction = yaml_number(doc, root, "rotary_fraction", 0.0, 1.0, 1.0);
   m.qkv_bias = optional<bool>(doc, root, "qkv_bias", false);
   m.linear_bias = optional<bool>(doc, root, "linear_bias", false);
   m.qk_norm = optional<bool>(doc, root, "qk_norm", false);
@@ -140,12 +139,19 @@ ModelSpec parse_model_yaml(const std::string& text, const std::string& source) {
   }
   // Dense FFN size: a model whose every layer is MoE may leave it out.
   const bool all_moe = m.moe.enabled() && m.moe.first_k_dense == 0 && m.moe.layer_frequency == 1;
-  m.ffn = all_moe ? optional<Count>(doc, root, "ffn", 0) : required<Count>(doc, root, "ffn");
+  m.ffn = all_moe ? count(doc, root, "ffn", 0) : count(doc, root, "ffn", std::nullopt);
+  if (!all_moe && m.ffn == 0) yaml_field_error(doc, root["ffn"], "ffn", "must be positive (layers with a dense FFN use it)");
   // head_dim defaults to hidden / heads; under MLA the query/key width is nope + rope.
   int default_head_dim = m.heads > 0 ? static_cast<int>(m.hidden / m.heads) : 0;
   if (m.mla.enabled) default_head_dim = m.mla.qk_nope_head_dim + m.mla.qk_rope_head_dim;
-  m.head_dim = optional<int>(doc, root, "head_dim", default_head_dim);
-  if (m.head_dim == 0) m.head_dim = default_head_dim;
+  m.head_dim = int(count(doc, root, "head_dim", 0));
+  if (m.head_dim == 0) {
+    if (!m.mla.enabled && m.hidden % m.heads != 0)
+      yaml_field_error(doc, root, "head_dim",
+                       "missing, and hidden " + std::to_string(m.hidden) + " is not a multiple of heads " +
+                           std::to_string(m.heads) + " (give head_dim)");
+    m.head_dim = default_head_dim;
+  }
   validate_model(m, source);
   return m;
 }
@@ -157,7 +163,17 @@ std::optional<std::string_view> builtin_model_text(const std::string& name) {
   return builtin_text(std::string(kZooFolder) + "/" + name + ".yaml");
 }
 
+bool looks_like_path(const std::string& s) {
+  auto ends_with = [&](const std::string& suffix) {
+    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  return s.find('/') != std::string::npos || ends_with(".yaml") || ends_with(".yml") || ends_with(".json");
+}
+
 [[noreturn]] void unknown_model(const std::string& name_or_path) {
+  const std::string hint = did_you_mean(name_or_path, builtin_model_names());
+  if (!hint.empty())
+    throw UsageError("unknown model '" + name_or_path + "'" + hint + "; see `sixfold models` for the built-in names");
   throw UsageError("unknown model '" + name_or_path + "': not a built-in name nor an existing file (built-in: " +
                    join(builtin_model_names(), ", ") + "; or give a path to a zoo YAML or a Hugging Face config.json)");
 }
@@ -181,13 +197,14 @@ ModelSpec load_model(const std::string& name_or_path) {
       throw UsageError("model folder '" + name_or_path + "' has no config.json");
     return load_hf_config(config.string());
   }
-  if (!std::filesystem::is_regular_file(name_or_path, ec)) unknown_model(name_or_path);
-  if (looks_like_json(name_or_path)) return load_hf_config(name_or_path);
-  std::ifstream in(name_or_path);
-  if (!in) throw Error("cannot open '" + name_or_path + "'");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_model_yaml(ss.str(), name_or_path);
+  if (!std::filesystem::exists(name_or_path, ec)) {
+    // A path that is not there is a missing file (exit 1), like every other file named on the command line.
+    if (looks_like_path(name_or_path)) throw Error("cannot open '" + name_or_path + "': No such file or directory");
+    unknown_model(name_or_path);
+  }
+  const std::string text = read_text_file(name_or_path, limits::kConfigFileBytes, "model files");
+  if (looks_like_json(name_or_path, text)) return parse_hf_config(text, name_or_path, hf_model_name(name_or_path));
+  return parse_model_yaml(text, name_or_path);
 }
 
 }  // namespace sixfold

@@ -1,10 +1,32 @@
 #include "planner/plan_file.hpp"
 
-#include <fstream>
+#include <cstdio>
 
 #include "common/error.hpp"
+#include "common/file_io.hpp"
+#include "common/parse.hpp"
 
 namespace sixfold {
+
+namespace {
+// A bandwidth that reads back to the same double: GB/s where that is exact, else B/s.
+std::string rate_text(BytesPerSec r) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.17gGB/s", r / 1e9);
+  if (parse_rate(buf, "rate") == r) {
+    std::snprintf(buf, sizeof buf, "%.15gGB/s", r / 1e9);
+    if (parse_rate(buf, "rate") != r) std::snprintf(buf, sizeof buf, "%.17gGB/s", r / 1e9);
+    return buf;
+  }
+  std::snprintf(buf, sizeof buf, "%.17gB/s", r);
+  return buf;
+}
+std::string seconds_text(Seconds t) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.17gs", t);
+  return buf;
+}
+}  // namespace
 
 std::string plan_yaml(const Scenario& s, const Prediction& p) {
   YAML::Emitter o;
@@ -21,6 +43,10 @@ std::string plan_yaml(const Scenario& s, const Prediction& p) {
   o << YAML::Key << "hardware" << YAML::Value << (s.hardware_name.empty() ? s.hardware.name : s.hardware_name);
   o << YAML::Key << "gpus" << YAML::Value << s.gpus;
   o << YAML::Key << "gpus_per_node" << YAML::Value << s.hardware.gpus_per_node;
+  // The cluster the plan was priced for (a --cluster file or --network-bandwidth changes them).
+  o << YAML::Key << "network_bandwidth" << YAML::Value << rate_text(s.hardware.network_bandwidth);
+  o << YAML::Key << "intra_node_bandwidth" << YAML::Value << rate_text(s.hardware.intra_node_bandwidth);
+  o << YAML::Key << "network_latency" << YAML::Value << seconds_text(s.hardware.network_latency);
   o << YAML::Key << "workload" << YAML::Value;
   emit_workload(o, s.work);
   o << YAML::Key << "layout" << YAML::Value;
@@ -58,10 +84,7 @@ std::string plan_yaml(const Scenario& s, const Prediction& p) {
 }
 
 void write_plan_file(const std::string& path, const Scenario& s, const Prediction& p) {
-  std::ofstream f(path);
-  if (!f) throw Error("cannot write plan file '" + path + "'");
-  f << plan_yaml(s, p);
-  if (!f) throw Error("writing plan file '" + path + "' failed");
+  write_text_file(path, plan_yaml(s, p));
 }
 
 }  // namespace sixfold

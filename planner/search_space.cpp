@@ -7,11 +7,16 @@ namespace sixfold {
 
 namespace {
 
+// Ascending divisors of n >= 1, in O(sqrt n) (64-bit loop bound: i * i never overflows).
 std::vector<int> divisors(int n) {
-  std::vector<int> d;
-  for (int i = 1; i <= n; ++i)
-    if (n % i == 0) d.push_back(i);
-  return d;
+  std::vector<int> low, high;
+  for (long long i = 1; i * i <= n; ++i)
+    if (n % i == 0) {
+      low.push_back(int(i));
+      if (i * i != n) high.push_back(int(n / i));
+    }
+  low.insert(low.end(), high.rbegin(), high.rend());
+  return low;
 }
 
 bool contains(const std::vector<Schedule>& v, Schedule s) { return std::find(v.begin(), v.end(), s) != v.end(); }

@@ -14,6 +14,8 @@
 
 #include "common/builtin_data.hpp"
 #include "common/error.hpp"
+#include "common/file_io.hpp"
+#include "common/suggest.hpp"
 #include "common/yaml_util.hpp"
 
 namespace sixfold {
@@ -41,28 +43,6 @@ std::string trim(std::string s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.erase(s.begin());
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
   return s;
-}
-
-// "25.6us", "5 us", "1.5ms", "0.2s", "2e-5" (plain numbers are seconds). Returns false when unreadable.
-bool parse_duration(const std::string& text, Seconds& out) {
-  std::string t = trim(text);
-  size_t pos = 0;
-  double v = 0;
-  try {
-    v = std::stod(t, &pos);
-  } catch (const std::exception&) {
-    return false;
-  }
-  std::string unit = trim(t.substr(pos));
-  double scale = 0;
-  if (unit.empty() || unit == "s") scale = 1;
-  else if (unit == "ms") scale = 1e-3;
-  else if (unit == "us") scale = 1e-6;
-  else if (unit == "ns") scale = 1e-9;
-  else return false;
-  if (!std::isfinite(v)) return false;
-  out = v * scale;
-  return true;
 }
 
 // Reads one profile document, remembering the source of every value it reads.
@@ -97,28 +77,23 @@ class ProfileReader {
     if (!value || !value.IsScalar()) yaml_field_error(doc_, n, path + ".value", "missing or not a scalar");
     YAML::Node source = n["source"];
     if (!source || !source.IsScalar()) yaml_field_error(doc_, n, path + ".source", "missing (every value says where it came from)");
-    std::string text = source.as<std::string>();
+    std::string text = source.Scalar();
     check_source(source, path, text);
     provenance_[path] = text;
     return value;
   }
 
-  double number(const YAML::Node& parent, const std::string& key, const std::string& path) {
+  // A finite number (".inf" and ".nan" are refused) within [min, max].
+  double number(const YAML::Node& parent, const std::string& key, const std::string& path, double min = -1e300,
+                double max = 1e300) {
     YAML::Node v = sourced(parent, key, path);
-    try {
-      return v.as<double>();
-    } catch (const YAML::Exception&) {
-      yaml_field_error(doc_, v, path, "cannot read '" + v.as<std::string>() + "' as a number");
-    }
+    return yaml_parse_scalar(doc_, v, path, [&](const std::string& t) { return parse_number(t, path, min, max); });
   }
 
-  int integer(const YAML::Node& parent, const std::string& key, const std::string& path) {
+  int integer(const YAML::Node& parent, const std::string& key, const std::string& path, long long min = 0,
+              long long max = 1 << 30) {
     YAML::Node v = sourced(parent, key, path);
-    try {
-      return v.as<int>();
-    } catch (const YAML::Exception&) {
-      yaml_field_error(doc_, v, path, "cannot read '" + v.as<std::string>() + "' as an integer");
-    }
+    return int(yaml_parse_scalar(doc_, v, path, [&](const std::string& t) { return parse_count(t, path, min, max); }));
   }
 
   bool boolean(const YAML::Node& parent, const std::string& key, const std::string& path) {
@@ -132,22 +107,18 @@ class ProfileReader {
 
   Bytes size(const YAML::Node& parent, const std::string& key, const std::string& path) {
     YAML::Node v = sourced(parent, key, path);
-    return scaled(v, path, "a size (e.g. 80GiB, 141GiB, 4MiB)", parse_size);
+    return yaml_parse_scalar(doc_, v, path, [&](const std::string& t) { return parse_size(t, path, true); });
   }
 
   BytesPerSec rate(const YAML::Node& parent, const std::string& key, const std::string& path) {
     YAML::Node v = sourced(parent, key, path);
-    return scaled(v, path, "a rate (e.g. 450GB/s, 3.35TB/s)", parse_rate);
+    return yaml_parse_scalar(doc_, v, path, [&](const std::string& t) { return parse_rate(t, path); });
   }
 
+  // Durations (a bare number is seconds), at most an hour: every one is a latency or an overhead.
   Seconds duration(const YAML::Node& parent, const std::string& key, const std::string& path) {
     YAML::Node v = sourced(parent, key, path);
-    std::string text = v.as<std::string>();
-    Seconds s = 0;
-    if (!parse_duration(text, s))
-      yaml_field_error(doc_, v, path, "cannot read '" + text + "' as a duration (e.g. 5us, 1.2ms, 0.5s)");
-    if (s < 0) yaml_field_error(doc_, v, path, "must not be negative, got '" + text + "'");
-    return s;
+    return yaml_parse_scalar(doc_, v, path, [&](const std::string& t) { return parse_duration(t, path, 0, 3600); });
   }
 
   // Value checks that name the field and its line.
@@ -166,19 +137,6 @@ class ProfileReader {
   std::map<std::string, std::string>& provenance() { return provenance_; }
 
  private:
-  template <typename Parse>
-  double scaled(const YAML::Node& v, const std::string& path, const std::string& expected, Parse parse) {
-    std::string text = trim(v.as<std::string>());
-    // parse_size/parse_rate reject negative numbers with an "unknown unit" message; say what is wrong.
-    if (!text.empty() && text.front() == '-')
-      yaml_field_error(doc_, v, path, "must be positive, got '" + text + "'");
-    try {
-      return parse(text);
-    } catch (const Error& e) {
-      yaml_field_error(doc_, v, path, "cannot read '" + text + "' as " + expected);
-    }
-  }
-
   void check_source(const YAML::Node& node, const std::string& path, const std::string& text) {
     auto colon = text.find(':');
     std::string kind = colon == std::string::npos ? "" : trim(text.substr(0, colon));
@@ -241,13 +199,11 @@ struct NamedText {
 NamedText read_named(const std::string& name_or_path, const std::string& folder, const std::string& what) {
   std::string builtin_path = folder + "/" + name_or_path + ".yaml";
   if (auto text = builtin_text(builtin_path)) return {std::string(*text), "built-in " + builtin_path};
-  if (looks_like_path(name_or_path) || std::filesystem::exists(name_or_path)) {
-    std::ifstream in(name_or_path);
-    if (!in) throw UsageError("cannot open " + what + " file '" + name_or_path + "'");
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return {ss.str(), name_or_path};
-  }
+  std::error_code ec;
+  if (looks_like_path(name_or_path) || std::filesystem::exists(name_or_path, ec))
+    return {read_text_file(name_or_path, limits::kConfigFileBytes, what + " files"), name_or_path};
+  const std::string hint = did_you_mean(name_or_path, builtin_names(folder));
+  if (!hint.empty()) throw UsageError("unknown " + what + " '" + name_or_path + "'" + hint);
   throw UsageError("unknown " + what + " '" + name_or_path + "' (built-in: " + join(builtin_names(folder)) +
                    "; or give a path to a YAML file)");
 }
@@ -284,7 +240,7 @@ HardwareProfile parse_hardware(const std::string& yaml_text, const std::string& 
   for (const auto& kv : peaks) {
     std::string key = kv.first.as<std::string>();
     std::string path = "peak_tflops." + key;
-    double tflops = r.number(peaks, key, path);
+    double tflops = r.number(peaks, key, path, 0, 1e9);
     r.require_positive(peaks, key, path, tflops);
     hw.peak_flops[parse_dtype(key)] = tflops * kTera;
   }
@@ -295,9 +251,9 @@ HardwareProfile parse_hardware(const std::string& yaml_text, const std::string& 
   r.require_positive(root, "memory_capacity", "memory_capacity", hw.memory_capacity);
   hw.memory_bandwidth = r.rate(root, "memory_bandwidth", "memory_bandwidth");
   r.require_positive(root, "memory_bandwidth", "memory_bandwidth", hw.memory_bandwidth);
-  hw.sm_count = r.integer(root, "sm_count", "sm_count");
+  hw.sm_count = r.integer(root, "sm_count", "sm_count", 1, 1 << 20);
   r.require_positive(root, "sm_count", "sm_count", hw.sm_count);
-  hw.gpus_per_node = r.integer(root, "gpus_per_node", "gpus_per_node");
+  hw.gpus_per_node = r.integer(root, "gpus_per_node", "gpus_per_node", 1, limits::kGpus);
   r.require_positive(root, "gpus_per_node", "gpus_per_node", hw.gpus_per_node);
   hw.intra_node_bandwidth = r.rate(root, "intra_node_bandwidth", "intra_node_bandwidth");
   r.require_positive(root, "intra_node_bandwidth", "intra_node_bandwidth", hw.intra_node_bandwidth);
@@ -311,9 +267,9 @@ HardwareProfile parse_hardware(const std::string& yaml_text, const std::string& 
   r.only_keys(gemm, "gemm", {"max_efficiency", "half_dim", "tile"});
   hw.gemm.max_efficiency = r.number(gemm, "max_efficiency", "gemm.max_efficiency");
   r.require_fraction(gemm, "max_efficiency", "gemm.max_efficiency", hw.gemm.max_efficiency);
-  hw.gemm.half_dim = r.number(gemm, "half_dim", "gemm.half_dim");
+  hw.gemm.half_dim = r.number(gemm, "half_dim", "gemm.half_dim", 0, 1e9);
   r.require_non_negative(gemm, "half_dim", "gemm.half_dim", hw.gemm.half_dim);
-  hw.gemm.tile = r.integer(gemm, "tile", "gemm.tile");
+  hw.gemm.tile = r.integer(gemm, "tile", "gemm.tile", 1, 1 << 16);
   r.require_positive(gemm, "tile", "gemm.tile", hw.gemm.tile);
 
   hw.attention_efficiency = r.number(root, "attention_efficiency", "attention_efficiency");
@@ -392,7 +348,11 @@ void apply_overrides(HardwareProfile& hw, const ClusterOverrides& o) {
 
 ClusterOverrides load_cluster_overrides(const std::string& name_or_path, std::string* hardware_name) {
   NamedText file = read_named(name_or_path, kClusterFolder, "cluster");
-  YamlDoc doc = parse_yaml(file.text, file.source);
+  return parse_cluster_overrides(file.text, file.source, hardware_name);
+}
+
+ClusterOverrides parse_cluster_overrides(const std::string& yaml_text, const std::string& source, std::string* hardware_name) {
+  YamlDoc doc = parse_yaml(yaml_text, source);
   const YAML::Node& root = doc.root;
   if (!root || !root.IsMap()) throw Error(doc.source + ": a cluster file must be a YAML map of fields");
   ClusterOverrides o;
@@ -410,7 +370,7 @@ ClusterOverrides load_cluster_overrides(const std::string& name_or_path, std::st
   }
   if (hardware_name) *hardware_name = hardware;
   if (root["gpus_per_node"]) {
-    o.gpus_per_node = r.integer(root, "gpus_per_node", "gpus_per_node");
+    o.gpus_per_node = r.integer(root, "gpus_per_node", "gpus_per_node", 1, limits::kGpus);
     r.require_positive(root, "gpus_per_node", "gpus_per_node", *o.gpus_per_node);
   }
   if (root["intra_node_bandwidth"]) {
@@ -422,6 +382,8 @@ ClusterOverrides load_cluster_overrides(const std::string& name_or_path, std::st
     r.require_positive(root, "network_bandwidth", "network_bandwidth", *o.network_bandwidth);
   }
   if (root["network_latency"]) o.network_latency = r.duration(root, "network_latency", "network_latency");
+  if (root["name"]) required<std::string>(doc, root, "name");
+  if (root["description"]) required<std::string>(doc, root, "description");
   // Say which cluster file a value came from, next to the file's own source for it.
   for (auto& [field, src] : o.provenance) src += " [cluster " + doc.source + "]";
   return o;

@@ -85,5 +85,6 @@ std::vector<std::string> builtin_hardware_names();
 void apply_overrides(HardwareProfile& hw, const ClusterOverrides& o);
 // A cluster YAML (configs/clusters/*.yaml or a path): {hardware: NAME, gpus_per_node, network_bandwidth, ...}
 ClusterOverrides load_cluster_overrides(const std::string& name_or_path, std::string* hardware_name);
+ClusterOverrides parse_cluster_overrides(const std::string& yaml_text, const std::string& source, std::string* hardware_name);
 
 }  // namespace sixfold

@@ -1,5 +1,8 @@
 #include "simulator/kineto_trace.hpp"
 
+#include "common/file_io.hpp"
+#include "common/parse.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <fstream>
@@ -33,12 +36,26 @@ struct Kernel {
   const json* args = nullptr;
 };
 
+// A JSON number as a 64-bit integer when it is one (a float must be integral and below 2^53; an
+// unsigned above INT64_MAX is not): no undefined conversion of 1e300 or 2^64.
+std::optional<long long> integer_of(const json& v) {
+  if (v.is_number_unsigned()) {
+    const auto u = v.get<unsigned long long>();
+    return u <= 0x7fffffffffffffffULL ? std::optional<long long>((long long)u) : std::nullopt;
+  }
+  if (v.is_number_integer()) return v.get<long long>();
+  if (v.is_number_float()) {
+    const double d = v.get<double>();
+    if (std::isfinite(d) && std::floor(d) == d && std::fabs(d) <= 9007199254740992.0) return (long long)d;
+  }
+  return std::nullopt;
+}
+
 // pid and tid are numbers in Kineto's traces, strings in some converters; both are keys here.
 long long id_of(const json& e, const char* key) {
   if (!e.contains(key)) return 0;
   const json& v = e[key];
-  if (v.is_number_integer()) return v.get<long long>();
-  if (v.is_number()) return (long long)v.get<double>();
+  if (v.is_number()) return integer_of(v).value_or(0);
   if (v.is_string()) return (long long)std::hash<std::string>{}(v.get<std::string>());
   return 0;
 }
@@ -65,10 +82,17 @@ std::optional<std::vector<std::vector<Count>>> input_dims(const json* args) {
   if (!args || !args->contains("Input Dims") || !(*args)["Input Dims"].is_array()) return std::nullopt;
   std::vector<std::vector<Count>> out;
   for (const auto& shape : (*args)["Input Dims"]) {
+    // A dimension that is not a whole number in [0, 2^40] makes the shape unknown (empty).
     std::vector<Count> dims;
     if (shape.is_array())
-      for (const auto& d : shape)
-        if (d.is_number()) dims.push_back(d.get<Count>());
+      for (const auto& d : shape) {
+        const auto v = integer_of(d);
+        if (!v || *v < 0 || *v > (1LL << 40)) {
+          dims.clear();
+          break;
+        }
+        dims.push_back(*v);
+      }
     out.push_back(dims);
   }
   return out;
@@ -81,9 +105,11 @@ std::vector<std::string> input_types(const json* args) {
   return out;
 }
 
+// Elements of a shape; -1 when the product does not fit in 64 bits.
 Count numel(const std::vector<Count>& dims) {
   Count n = 1;
-  for (Count d : dims) n *= d;
+  for (Count d : dims)
+    if (__builtin_mul_overflow(n, d, &n)) return -1;
   return n;
 }
 
@@ -101,9 +127,9 @@ std::optional<KinetoGemm> gemm_of(const std::string& name, const std::vector<std
   } else if (name == "aten::bmm" && d.size() >= 2 && d[0].size() == 3 && d[1].size() == 3 && d[0][2] == d[1][1]) {
     g.batch = d[0][0], g.m = d[0][1], g.k = d[0][2], g.n = d[1][2];
   } else if (name == "aten::linear" && d.size() >= 2 && !d[0].empty() && d[1].size() == 2 && d[0].back() == d[1][1]) {
-    g.k = d[0].back(), g.n = d[1][0], g.m = numel(d[0]) / g.k;
+    g.k = d[0].back(), g.n = d[1][0], g.m = g.k > 0 ? numel(d[0]) / g.k : 0;
   } else if (name == "aten::matmul" && d.size() >= 2 && d[0].size() >= 2 && d[1].size() == 2 && d[0].back() == d[1][0]) {
-    g.k = d[0].back(), g.n = d[1][1], g.m = numel(d[0]) / g.k;
+    g.k = d[0].back(), g.n = d[1][1], g.m = g.k > 0 ? numel(d[0]) / g.k : 0;
   } else {
     return std::nullopt;
   }
@@ -126,7 +152,7 @@ std::optional<Bytes> memory_bytes_of(const std::string& name, const std::vector<
   static const std::vector<std::string> binary = {"aten::add", "aten::mul", "aten::sub", "aten::div",
                                                   "aten::add_", "aten::mul_", "aten::sub_", "aten::div_"};
   auto tensor_bytes = [&](size_t i) -> double {
-    if (i >= d.size() || i >= types.size() || d[i].empty()) return 0;
+    if (i >= d.size() || i >= types.size() || d[i].empty() || numel(d[i]) < 0) return 0;
     return double(numel(d[i])) * element_bytes(types[i]);
   };
   const bool is_unary = std::find(unary.begin(), unary.end(), name) != unary.end();
@@ -164,8 +190,9 @@ std::optional<std::pair<Bytes, int>> comms_size(Collective c, const json* a) {
     return std::nullopt;
   const double el = element_bytes((*a)["dtype"].get<std::string>());
   const double n = (*a)[key].get<double>();
-  if (!(el > 0) || !(n > 0)) return std::nullopt;
-  return std::make_pair(Bytes(n * el), (*a)["Group size"].get<int>());
+  const auto group = integer_of((*a)["Group size"]);
+  if (!(el > 0) || !(n > 0) || !std::isfinite(n) || !group || *group < 1 || *group > (1 << 20)) return std::nullopt;
+  return std::make_pair(Bytes(n * el), int(*group));
 }
 
 [[noreturn]] void malformed(const std::string& source, const std::string& what) {
@@ -175,11 +202,7 @@ std::optional<std::pair<Bytes, int>> comms_size(Collective c, const json* a) {
 }  // namespace
 
 KinetoTrace read_kineto_trace(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw UsageError("cannot open Kineto trace '" + path + "'");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_kineto_trace(ss.str(), path);
+  return parse_kineto_trace(read_text_file(path, limits::kTraceFileBytes, "Kineto traces"), path);
 }
 
 KinetoTrace parse_kineto_trace(const std::string& text, const std::string& source) {
@@ -208,16 +231,18 @@ KinetoTrace parse_kineto_trace(const std::string& text, const std::string& sourc
     }
     if (!e["name"].is_string() || !e["ts"].is_number() || !e["dur"].is_number())
       malformed(source, where + ": \"name\" must be a string, \"ts\" and \"dur\" numbers (microseconds)");
+    if (!std::isfinite(e["ts"].get<double>()) || !(e["dur"].get<double>() >= 0) || !std::isfinite(e["dur"].get<double>()))
+      malformed(source, where + ": \"ts\" must be finite and \"dur\" finite and not negative");
     const json* args = e.contains("args") && e["args"].is_object() ? &e["args"] : nullptr;
-    const bool has_corr = args && args->contains("correlation") && (*args)["correlation"].is_number();
+    const bool has_corr = args && args->contains("correlation") && integer_of((*args)["correlation"]);
     if (cat == "cpu_op") {
       ops_by_thread[{id_of(e, "pid"), id_of(e, "tid")}].push_back(
           {e["name"].get<std::string>(), e["ts"].get<double>(), e["dur"].get<double>(), args});
     } else if (cat == "kernel") {
       if (!has_corr) malformed(source, where + " (\"" + e["name"].get<std::string>() + "\") has no \"args\": {\"correlation\": N}");
-      kernels.push_back({e["name"].get<std::string>(), e["dur"].get<double>(), (*args)["correlation"].get<long long>(), args});
+      kernels.push_back({e["name"].get<std::string>(), e["dur"].get<double>(), *integer_of((*args)["correlation"]), args});
     } else if (has_corr) {
-      launches[(*args)["correlation"].get<long long>()] = {id_of(e, "pid"), id_of(e, "tid"), e["ts"].get<double>()};
+      launches[*integer_of((*args)["correlation"])] = {id_of(e, "pid"), id_of(e, "tid"), e["ts"].get<double>()};
     }
   }
   if (kernels.empty())

@@ -1,6 +1,7 @@
 #include "simulator/scenario.hpp"
 
 #include "common/builtin_data.hpp"
+#include "common/suggest.hpp"
 #include "models/model_zoo.hpp"
 
 namespace sixfold {
@@ -31,8 +32,14 @@ void reject_unknown_fields(const YamlDoc& doc, const YAML::Node& n, const std::s
     for (const char* k : known) ok = ok || key == k;
     if (!ok) {
       std::string allowed;
-      for (const char* k : known) allowed += std::string(allowed.empty() ? "" : ", ") + k;
-      yaml_field_error(doc, kv.first, section + "." + key, "unknown field (allowed: " + allowed + ")");
+      std::vector<std::string> names;
+      for (const char* k : known) {
+        allowed += std::string(allowed.empty() ? "" : ", ") + k;
+        names.push_back(k);
+      }
+      const std::string hint = closest_name(key, names);
+      yaml_field_error(doc, kv.first, section.empty() ? key : section + "." + key,
+                       "unknown field (" + (hint.empty() ? "" : "did you mean '" + hint + "'? ") + "allowed: " + allowed + ")");
     }
   }
 }
@@ -45,16 +52,17 @@ Layout parse_layout(const YamlDoc& doc, const YAML::Node& n) {
                          "recompute_modules", "dp_overlap", "bucket_size", "tp_overlap", "schedule",
                          "first_stage_layers", "last_stage_layers", "account_for_embedding_in_pipeline_split",
                          "account_for_loss_in_pipeline_split"});
-  l.dp = optional<int>(doc, n, "dp", 1);
-  l.tp = optional<int>(doc, n, "tp", 1);
-  l.pp = optional<int>(doc, n, "pp", 1);
-  l.vpp = optional<int>(doc, n, "vpp", 1);
-  l.cp = optional<int>(doc, n, "cp", 1);
-  l.ep = optional<int>(doc, n, "ep", 1);
-  l.etp = optional<int>(doc, n, "etp", 1);
+  auto degree = [&](const char* key) { return int(yaml_count(doc, n, key, 1, limits::kGpus, 1, std::string("layout.") + key)); };
+  l.dp = degree("dp");
+  l.tp = degree("tp");
+  l.pp = degree("pp");
+  l.vpp = int(yaml_count(doc, n, "vpp", 1, limits::kLayers, 1, "layout.vpp"));
+  l.cp = degree("cp");
+  l.ep = degree("ep");
+  l.etp = degree("etp");
   l.sp = optional<bool>(doc, n, "sp", false);
-  l.zero = optional<int>(doc, n, "zero", 0);
-  l.micro_batch = optional<Count>(doc, n, "micro_batch", 1);
+  l.zero = int(yaml_count(doc, n, "zero", 0, 3, 0, "layout.zero"));
+  l.micro_batch = yaml_count(doc, n, "micro_batch", 1, limits::kGlobalBatch, 1, "layout.micro_batch");
   l.recompute = parse_enum_field(doc, n, "recompute", Recompute::None, &parse_recompute);
   if (n["recompute_modules"]) {
     try {
@@ -65,16 +73,12 @@ Layout parse_layout(const YamlDoc& doc, const YAML::Node& n) {
   }
   l.dp_overlap = parse_enum_field(doc, n, "dp_overlap", DpOverlap::Bucketed, &parse_dp_overlap);
   l.schedule = parse_enum_field(doc, n, "schedule", l.vpp > 1 ? Schedule::Interleaved : Schedule::OneFOneB, &parse_schedule);
-  if (n["bucket_size"]) {
-    try {
-      l.bucket_bytes = parse_size(required<std::string>(doc, n, "bucket_size"));
-    } catch (const UsageError& e) {
-      yaml_field_error(doc, n["bucket_size"], "bucket_size", e.what());
-    }
-  }
+  if (n["bucket_size"] && !n["bucket_size"].IsNull())
+    l.bucket_bytes = yaml_parse_scalar(doc, n["bucket_size"], "layout.bucket_size",
+                                       [](const std::string& t) { return parse_size(t, "layout.bucket_size"); });
   l.tp_overlap = optional<bool>(doc, n, "tp_overlap", false);
-  l.first_stage_layers = optional<int>(doc, n, "first_stage_layers", 0);
-  l.last_stage_layers = optional<int>(doc, n, "last_stage_layers", 0);
+  l.first_stage_layers = int(yaml_count(doc, n, "first_stage_layers", 0, limits::kLayers, 0, "layout.first_stage_layers"));
+  l.last_stage_layers = int(yaml_count(doc, n, "last_stage_layers", 0, limits::kLayers, 0, "layout.last_stage_layers"));
   l.embedding_in_pipeline_split = optional<bool>(doc, n, "account_for_embedding_in_pipeline_split", false);
   l.loss_in_pipeline_split = optional<bool>(doc, n, "account_for_loss_in_pipeline_split", false);
   return l;
@@ -86,25 +90,27 @@ Workload parse_workload(const YamlDoc& doc, const YAML::Node& n) {
   reject_unknown_fields(doc, n, "workload",
                         {"seq", "global_batch", "dtype", "flash_attention", "framework", "adam_moments",
                          "activation_func_fp8_input_store", "mtp_num_layers"});
-  w.seq = required<Count>(doc, n, "seq");
-  w.global_batch = required<Count>(doc, n, "global_batch");
+  w.seq = yaml_count(doc, n, "seq", 1, limits::kSeq, std::nullopt, "workload.seq");
+  w.global_batch = yaml_count(doc, n, "global_batch", 1, limits::kGlobalBatch, std::nullopt, "workload.global_batch");
   w.dtype = parse_enum_field(doc, n, "dtype", Dtype::BF16, &parse_dtype);
   w.flash_attention = optional<bool>(doc, n, "flash_attention", true);
   w.framework = parse_enum_field(doc, n, "framework", Framework::Megatron, &parse_framework);
   w.bf16_adam_moments = parse_enum_field(doc, n, "adam_moments", false, &parse_adam_moments);
   w.fp8_activation_input_store = optional<bool>(doc, n, "activation_func_fp8_input_store", false);
-  w.mtp_layers = optional<int>(doc, n, "mtp_num_layers", 0);
-  if (w.mtp_layers < 0) yaml_field_error(doc, n["mtp_num_layers"], "mtp_num_layers", "must not be negative");
-  if (w.seq <= 0) yaml_field_error(doc, n["seq"], "seq", "must be positive");
-  if (w.global_batch <= 0) yaml_field_error(doc, n["global_batch"], "global_batch", "must be positive");
+  w.mtp_layers = int(yaml_count(doc, n, "mtp_num_layers", 0, limits::kMtpLayers, 0, "workload.mtp_num_layers"));
   return w;
 }
 
 Scenario parse_scenario(const YamlDoc& doc) {
   const YAML::Node& r = doc.root;
   if (!r || !r.IsMap()) throw Error(doc.source + ": not a scenario or plan file (expected a YAML mapping)");
+  // schedule, batch and prediction are what a plan file reports; they are read back from layout and workload.
+  reject_unknown_fields(doc, r, "",
+                        {"schema_version", "name", "description", "model", "hardware", "gpus", "gpus_per_node",
+                         "network_bandwidth", "intra_node_bandwidth", "network_latency", "workload", "layout",
+                         "schedule", "batch", "prediction"});
   if (r["schema_version"]) {
-    const int v = required<int>(doc, r, "schema_version");
+    const int v = int(yaml_count(doc, r, "schema_version", 0, 1000000));
     if (v != kPlanSchemaVersion)
       yaml_field_error(doc, r["schema_version"], "schema_version",
                        "this sixfold reads plan schema version " + std::to_string(kPlanSchemaVersion) + ", not " +
@@ -116,7 +122,7 @@ Scenario parse_scenario(const YamlDoc& doc) {
   const YAML::Node model = r["model"];
   if (!model) yaml_field_error(doc, r, "model", "missing (a zoo name, a path, or {name, architecture})");
   if (model.IsScalar()) {
-    s.model_name = model.as<std::string>();
+    s.model_name = model.Scalar();
     try {
       s.model = load_model(s.model_name);
     } catch (const UsageError& e) {
@@ -132,17 +138,52 @@ Scenario parse_scenario(const YamlDoc& doc) {
   }
   const YAML::Node hw = r["hardware"];
   if (!hw) yaml_field_error(doc, r, "hardware", "missing (a built-in name or a path)");
-  s.hardware_name = hw.IsScalar() ? hw.as<std::string>() : optional<std::string>(doc, hw, "name", "");
+  if (!hw.IsScalar()) yaml_field_error(doc, hw, "hardware", "expected a built-in name or a path");
+  s.hardware_name = hw.Scalar();
   try {
     s.hardware = load_hardware(s.hardware_name);
-  } catch (const UsageError& e) {
+  } catch (const Error& e) {
     yaml_field_error(doc, hw, "hardware", e.what());
   }
-  if (r["gpus_per_node"]) s.hardware.gpus_per_node = required<int>(doc, r, "gpus_per_node");
+  // Cluster values a plan was made with (--gpus-per-node, --network-bandwidth, ...): applied over
+  // the profile's as the command line applied them.
+  ClusterOverrides overrides;
+  if (r["gpus_per_node"]) overrides.gpus_per_node = int(yaml_count(doc, r, "gpus_per_node", 1, limits::kGpus));
+  for (const char* key : {"network_bandwidth", "intra_node_bandwidth"}) {
+    if (!r[key]) continue;
+    const BytesPerSec rate = yaml_parse_scalar(doc, r[key], key, [&](const std::string& t) { return parse_rate(t, key); });
+    (std::string(key) == "network_bandwidth" ? overrides.network_bandwidth : overrides.intra_node_bandwidth) = rate;
+    overrides.provenance[key] = "override: " + doc.source;
+  }
+  if (r["network_latency"])
+    overrides.network_latency = yaml_parse_scalar(doc, r["network_latency"], "network_latency", [](const std::string& t) {
+      return parse_duration(t, "network_latency", 0, 1);
+    });
+  if (overrides.gpus_per_node) overrides.provenance["gpus_per_node"] = "override: " + doc.source;
+  if (overrides.network_latency) overrides.provenance["network_latency"] = "override: " + doc.source;
+  apply_overrides(s.hardware, overrides);
   s.work = parse_workload(doc, r["workload"]);
   s.layout = parse_layout(doc, r["layout"]);
-  s.gpus = optional<int>(doc, r, "gpus", s.layout.gpus());
-  if (!r["layout"] || !r["layout"]["dp"]) s.layout.dp = std::max(1, s.gpus / (s.layout.tp * s.layout.pp * s.layout.cp));
+  const Layout& l = s.layout;
+  const long long model_parallel = Count(l.tp) * l.pp * l.cp;
+  const bool dp_given = r["layout"] && r["layout"]["dp"];
+  if (r["gpus"]) {
+    s.gpus = int(yaml_count(doc, r, "gpus", 1, limits::kGpus));
+    if (s.gpus % model_parallel != 0)
+      yaml_field_error(doc, r["gpus"], "gpus",
+                       std::to_string(s.gpus) + " is not a multiple of layout tp*pp*cp = " + std::to_string(model_parallel));
+    if (dp_given && model_parallel * l.dp != s.gpus)
+      yaml_field_error(doc, r["layout"]["dp"], "layout.dp",
+                       std::to_string(l.dp) + " disagrees with gpus " + std::to_string(s.gpus) + " / (tp*pp*cp = " +
+                           std::to_string(model_parallel) + ") = " + std::to_string(s.gpus / model_parallel));
+    s.layout.dp = int(s.gpus / model_parallel);
+  } else {
+    const long long gpus = model_parallel * l.dp;
+    if (gpus > limits::kGpus)
+      yaml_field_error(doc, r["layout"], "layout", "dp*tp*pp*cp = " + std::to_string(gpus) + " is above " +
+                                                      std::to_string(limits::kGpus) + " GPUs");
+    s.gpus = int(gpus);
+  }
   return s;
 }
 
@@ -152,7 +193,8 @@ Scenario load_scenario(const std::string& name_or_path) {
   if (name_or_path.find('/') == std::string::npos && name_or_path.find(".yaml") == std::string::npos) {
     std::string names;
     for (const auto& n : builtin_scenario_names()) names += (names.empty() ? "" : ", ") + n;
-    throw UsageError("unknown scenario '" + name_or_path + "' (available: " + names + ")");
+    const std::string hint = did_you_mean(name_or_path, builtin_scenario_names());
+    throw UsageError("unknown scenario '" + name_or_path + "'" + (hint.empty() ? " (available: " + names + ")" : hint));
   }
   return parse_scenario(load_yaml_file(name_or_path));
 }

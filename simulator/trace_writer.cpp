@@ -1,8 +1,7 @@
 #include "simulator/trace_writer.hpp"
 
-#include <fstream>
-
 #include "common/error.hpp"
+#include "common/file_io.hpp"
 
 namespace sixfold {
 
@@ -94,10 +93,7 @@ nlohmann::json chrome_trace(const SimulationResult& r, const std::string& title)
 }
 
 void write_chrome_trace(const SimulationResult& r, const std::string& title, const std::string& path) {
-  std::ofstream out(path);
-  if (!out) throw Error("cannot write trace file " + path);
-  out << chrome_trace(r, title).dump() << "\n";
-  if (!out) throw Error("error writing trace file " + path);
+  write_text_file(path, chrome_trace(r, title).dump() + "\n");
 }
 
 }  // namespace sixfold

@@ -219,7 +219,9 @@ TEST_CASE("malformed JSON gives the file, line and column") {
   CHECK(contains(msg, "malformed JSON"));
 }
 
-TEST_CASE("load_model reports a missing file as an unknown model") {
-  const std::string msg = message_of<UsageError>([] { load_model("/nonexistent/config.json"); });
-  CHECK(contains(msg, "/nonexistent/config.json"));
+TEST_CASE("load_model reports a missing file as a file it cannot open, a misspelt name with a suggestion") {
+  std::string msg = message_of<Error>([] { load_model("/nonexistent/config.json"); });
+  CHECK(contains(msg, "cannot open '/nonexistent/config.json'"));
+  msg = message_of<UsageError>([] { load_model("lama3-8b"); });
+  CHECK(contains(msg, "did you mean 'llama3-8b'?"));
 }

@@ -212,15 +212,21 @@ TEST_CASE("profiles load from a path too") {
 }
 
 TEST_CASE("errors name what is wrong and where") {
-  SUBCASE("unknown name lists the built-in names") {
+  SUBCASE("unknown name lists the built-in names; a misspelt one gets a suggestion") {
     std::string msg;
+    try {
+      load_hardware("gpu-of-the-future");
+    } catch (const UsageError& e) {
+      msg = e.what();
+    }
+    CHECK(contains(msg, "gpu-of-the-future"));
+    for (const auto& name : builtin_hardware_names()) CHECK(contains(msg, name));
     try {
       load_hardware("h100-sxm-800g");
     } catch (const UsageError& e) {
       msg = e.what();
     }
-    CHECK(contains(msg, "h100-sxm-800g"));
-    for (const auto& name : builtin_hardware_names()) CHECK(contains(msg, name));
+    CHECK(contains(msg, "unknown hardware 'h100-sxm-800g' (did you mean 'h100-sxm-80g'?)"));
   }
   SUBCASE("malformed YAML names the line") {
     std::string text = builtin("a100-sxm-80g");

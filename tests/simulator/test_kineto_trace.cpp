@@ -97,7 +97,7 @@ TEST_CASE("kineto: malformed traces name the file and what is missing") {
   CHECK(no_dur.find("\"dur\"") != std::string::npos);
   CHECK(error_of("{\"traceEvents\": [{\"cat\": \"kernel\", \"name\": \"k\", \"ts\": 1, \"dur\": 2, \"args\": {}}]}")
             .find("correlation") != std::string::npos);
-  CHECK_THROWS_AS(read_kineto_trace("/nonexistent/trace.json"), UsageError);
+  CHECK_THROWS_AS(read_kineto_trace("/nonexistent/trace.json"), Error);
 }
 
 TEST_CASE("kineto: a trace without shapes or sizes has nothing to calibrate") {
@@ -115,4 +115,29 @@ TEST_CASE("kineto: a trace without shapes or sizes has nothing to calibrate") {
   } catch (const Error& e) {
     CHECK(std::string(e.what()).find("noshapes.json: nothing to calibrate") != std::string::npos);
   }
+}
+
+TEST_CASE("kineto: out-of-range numbers are refused or skipped, never converted undefinedly") {
+  // A correlation of 1e300 is no correlation; a negative duration is refused.
+  CHECK_THROWS_AS(parse_kineto_trace("{\"traceEvents\": [{\"cat\": \"kernel\", \"name\": \"k\", \"ts\": 1, \"dur\": 2, "
+                                     "\"args\": {\"correlation\": 1e300}}]}", "t.json"),
+                  Error);
+  CHECK_THROWS_AS(parse_kineto_trace("{\"traceEvents\": [{\"cat\": \"kernel\", \"name\": \"k\", \"ts\": 1, \"dur\": -2, "
+                                     "\"args\": {\"correlation\": 1}}]}", "t.json"),
+                  Error);
+  // Shapes whose element count overflows 64 bits are skipped.
+  const std::string trace =
+      "{\"traceEvents\": ["
+      "{\"cat\": \"cpu_op\", \"name\": \"aten::linear\", \"pid\": 1, \"tid\": 1, \"ts\": 0, \"dur\": 10, \"args\": "
+      "{\"Input Dims\": [[1099511627776, 1099511627776, 4], [8, 4]], \"Input type\": [\"float\", \"float\"]}},"
+      "{\"cat\": \"cpu_op\", \"name\": \"aten::add\", \"pid\": 1, \"tid\": 1, \"ts\": 20, \"dur\": 10, \"args\": "
+      "{\"Input Dims\": [[1e300, 3], [4]], \"Input type\": [\"float\", \"float\"]}},"
+      "{\"cat\": \"cuda_runtime\", \"name\": \"launch\", \"pid\": 1, \"tid\": 1, \"ts\": 1, \"dur\": 1, \"args\": {\"correlation\": 7}},"
+      "{\"cat\": \"cuda_runtime\", \"name\": \"launch\", \"pid\": 1, \"tid\": 1, \"ts\": 21, \"dur\": 1, \"args\": {\"correlation\": 8}},"
+      "{\"cat\": \"kernel\", \"name\": \"gemm\", \"ts\": 2, \"dur\": 5, \"args\": {\"correlation\": 7}},"
+      "{\"cat\": \"kernel\", \"name\": \"add\", \"ts\": 22, \"dur\": 5, \"args\": {\"correlation\": 8}}]}";
+  const KinetoTrace t = parse_kineto_trace(trace, "t.json");
+  CHECK(t.gemms.empty());
+  CHECK(t.memory_ops.empty());
+  CHECK(t.skipped == 2);
 }

@@ -10,7 +10,11 @@
 #include <iostream>
 #include <unistd.h>
 
+#include <cmath>
+
 #include "common/error.hpp"
+#include "common/file_io.hpp"
+#include "tools/cli/flags.hpp"
 #include "executor/cpu_calibration.hpp"
 #ifdef SIXFOLD_HAVE_CUDA
 #include "executor/cuda_calibration.hpp"
@@ -40,9 +44,7 @@ void write_profile(const std::string& yaml, const std::string& output) {
     std::cout << yaml;
     return;
   }
-  std::ofstream out(output);
-  if (!out) throw UsageError("cannot write " + output);
-  out << yaml;
+  write_text_file(output, yaml);
   std::fprintf(stderr, "wrote %s\n", output.c_str());
 }
 
@@ -51,7 +53,7 @@ struct CalibrateCommand {
   std::string hardware, split = "even", backend, output, name, kineto, cv;
   bool json = false;
   std::vector<std::string> parameters;
-  int rounds = 3;
+  std::optional<int> rounds;
 
   int run_cpu() const {
     auto world = make_world_communicator(300);
@@ -149,9 +151,7 @@ struct CalibrateCommand {
                                                 c.runtime + "), " + date + ".\nRaw measurements: " + json_path +
                                                 ". Format: docs/hardware-profiles.md."),
                   output);
-    std::ofstream json(json_path);
-    if (!json) throw UsageError("cannot write " + json_path);
-    json << cuda_calibration_json(c, date);
+    write_text_file(json_path, cuda_calibration_json(c, date));
     std::fprintf(stderr, "wrote %s\n", json_path.c_str());
     return 0;
 #else
@@ -169,7 +169,7 @@ struct CalibrateCommand {
     for (const auto& f : runs) tables.push_back(read_csv(f));
     const std::vector<std::string>& names = parameters.empty() ? default_cv_parameters() : parameters;
     const std::vector<std::string> fitted = names.size() == 1 && names[0] == "none" ? std::vector<std::string>{} : names;
-    const CrossValidation result = cross_validate_by_source(tables, fitted, rounds);
+    const CrossValidation result = cross_validate_by_source(tables, fitted, rounds.value_or(3));
     auto metrics_json = [](const std::map<std::string, MetricSummary>& m) {
       nlohmann::ordered_json j = nlohmann::ordered_json::object();
       for (const auto& [metric, s] : m)
@@ -229,16 +229,31 @@ struct CalibrateCommand {
     if (!cv.empty()) return run_cv();
     if (runs.size() > 1) throw UsageError("--from-runs takes one file unless --cv source is given");
     if (hardware.empty()) throw UsageError("--hardware is required with --from-runs");
-    const CsvTable table = read_csv(runs[0]);
-    const FitResult fit = fit_profile_to_runs(table, hardware, split, rounds, parameters);
-    char date[32];
-    std::time_t now = std::time(nullptr);
-    std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
-    std::printf("# fit of %s to the step time and throughput of %s, %s rows (%d), %d rounds, %s\n", hardware.c_str(), runs[0].c_str(), split.c_str(),
-                fit.fit_rows, rounds, date);
+    if (split != "even" && split != "odd") throw UsageError("--split: unknown value '" + split + "' (allowed: even, odd)");
+    const HardwareProfile base = load_hardware(hardware);  // an unknown name fails before the fit
+    const std::string& file = runs[0];
+    const CsvTable table = read_csv(file);
+    const FitResult fit = fit_profile_to_runs(table, hardware, split, rounds.value_or(3), parameters);
+    const std::string date = today();
+    // A fit with nothing to fit, or whose error is not a number, is no profile.
+    if (fit.fit_rows == 0) throw Error(file + ": no scored row on " + hardware + " to fit");
+    for (double e : {fit.fit_mape_pct, fit.initial_fit_mape_pct})
+      if (!std::isfinite(e)) throw Error(file + ": the fit's error is not a finite number (a row's measured value is not a number?)");
+    std::printf("# fit of %s to the step time and throughput of %s, %s rows (%d), %d rounds, %s\n", hardware.c_str(), file.c_str(), split.c_str(),
+                fit.fit_rows, rounds.value_or(3), date.c_str());
     std::printf("# MAPE on fitted rows: %.2f%% -> %.2f%%; on %d held-out rows: %.2f%% -> %.2f%%\n", fit.initial_fit_mape_pct,
                 fit.fit_mape_pct, fit.holdout_rows, fit.initial_holdout_mape_pct, fit.holdout_mape_pct);
     for (const auto& p : fit.parameters) std::printf("%-24s %.6g\n", p.path.c_str(), p.value);
+    if (!output.empty()) {
+      HardwareProfile hw = base;
+      apply_fit(hw, fit.parameters);
+      hw.name = name.empty() ? base.name + "-fitted" : name;
+      for (const auto& p : fit.parameters)
+        hw.provenance[p.path] = "fit: sixfold calibrate --from-runs " + file + " (" + split + " rows), " + date;
+      write_profile(hardware_profile_yaml(hw, "Fitted by `sixfold calibrate --from-runs " + file + " --hardware " + hardware +
+                                                  "` on " + date + ".\nFormat: docs/hardware-profiles.md."),
+                    output);
+    }
     return 0;
   }
 };
@@ -252,17 +267,18 @@ Registrar reg("calibrate", "fit a hardware profile to measured runs (or, with a 
                  "source but one, score the one left out); prints per fold and pooled out-of-fold MAPE");
   app.add_flag("--json", cmd->json, "with --cv: {\"folds\": [{source, rows, metrics}], \"metrics\": {METRIC: {n, mape_pct}}, ...}");
   app.add_option("--split", cmd->split, "even: fit even rows, report odd ones (default); odd: the reverse");
-  app.add_option("--rounds", cmd->rounds, "coordinate-descent rounds (default 3)");
+  add_count(app, "--rounds", cmd->rounds, 1, 100, "coordinate-descent rounds (default 3)");
   app.add_option("--parameters", cmd->parameters,
-                 "profile fields to fit, comma-separated (default: all fittable; with --cv: kernel_overhead,dispatch_overlap, "
-                 "'none' for a fit-free score)")->delimiter(',');
+                 "profile fields to fit, comma-separated (default: all fittable; with --cv: kernel_overhead,dispatch_overlap,"
+                 "kernel_slowdown, 'none' for a fit-free score)")->delimiter(',');
   app.add_option("--backend", cmd->backend,
                  "cpu: microbenchmark the executor's CPU ranks (run under mpirun -np 2 to measure MPI too); "
                  "cuda: microbenchmarks on this machine's GPU");
   app.add_option("--from-kineto", cmd->kineto,
                  "PyTorch profiler (Kineto) Chrome trace JSON to fit --hardware's GEMM, memory and NCCL curves to");
   app.add_option("-o,--output", cmd->output,
-                 "with --backend or --from-kineto: write the profile YAML here (default stdout; required for cuda)");
+                 "write the profile YAML here (--from-runs: the fitted profile; --backend, --from-kineto: default "
+                 "stdout; required for cuda)");
   app.add_option("--name", cmd->name,
                  "the written profile's name (default cpu-dev, BASE-calibrated for cuda, BASE-kineto for a trace)");
   return Action([cmd] { return cmd->run(); });

@@ -6,35 +6,38 @@
 
 #include "planner/decision_table.hpp"
 #include "simulator/prediction_json.hpp"
+#include "models/model_zoo.hpp"
+#include "simulator/hardware_profile.hpp"
 #include "tools/cli/command.hpp"
+#include "tools/cli/flags.hpp"
 
 namespace sixfold::cli {
 namespace {
 
-template <typename T>
-std::vector<T> split_list(const std::string& text, T (*convert)(const std::string&)) {
-  std::vector<T> out;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ','))
-    if (!item.empty()) out.push_back(convert(item));
-  return out;
-}
-
 struct DecideCommand {
-  std::string models, hardware, gpus;
-  long long seq = 4096, per_gpu = 4;
-  int threads = 0;
+  std::string models, hardware;
+  std::vector<int> gpus;
+  std::optional<long long> seq, per_gpu;
+  std::optional<int> threads;
   bool json = false;
 
   int run() const {
     DecisionRequest rq;
-    if (!models.empty()) rq.models = split_list<std::string>(models, [](const std::string& s) { return s; });
-    if (!hardware.empty()) rq.hardware = split_list<std::string>(hardware, [](const std::string& s) { return s; });
-    if (!gpus.empty()) rq.gpus = split_list<int>(gpus, [](const std::string& s) { return std::stoi(s); });
-    rq.seq = seq;
-    rq.sequences_per_gpu = per_gpu;
-    rq.threads = threads;
+    if (!models.empty()) rq.models = split_list(models, "--models");
+    if (!hardware.empty()) rq.hardware = split_list(hardware, "--hardware");
+    if (!gpus.empty()) rq.gpus = gpus;
+    // Unknown names fail before the search, with a suggestion.
+    for (const auto& m : rq.models) load_model(m);
+    for (const auto& h : rq.hardware) load_hardware(h);
+    rq.seq = seq.value_or(4096);
+    rq.sequences_per_gpu = per_gpu.value_or(4);
+    for (int g : rq.gpus)
+      if (Count(g) * rq.sequences_per_gpu > limits::kGlobalBatch)
+        throw UsageError("--gpus " + std::to_string(g) + " x --sequences-per-gpu " + std::to_string(rq.sequences_per_gpu) +
+                         " is a global batch above " + std::to_string(limits::kGlobalBatch));
+    if (rq.sequences_per_gpu * rq.seq > limits::kMicroBatchTokens)
+      throw UsageError("--sequences-per-gpu x --seq is above " + std::to_string(limits::kMicroBatchTokens) + " tokens per GPU");
+    rq.threads = threads.value_or(0);
     const auto cells = decision_table(rq);
     if (json) {
       nlohmann::ordered_json out = nlohmann::ordered_json::array();
@@ -56,7 +59,8 @@ struct DecideCommand {
       std::cout << out.dump(2) << "\n";
       return 0;
     }
-    std::printf("sixfold decide: seq %lld, %lld sequences per GPU per step, default memory budgets\n\n", seq, per_gpu);
+    std::printf("sixfold decide: seq %lld, %lld sequences per GPU per step, default memory budgets\n\n", (long long)rq.seq,
+                (long long)rq.sequences_per_gpu);
     std::printf("%-15s %-14s %5s  %-40s %s\n", "model", "gpu", "gpus", "wins", "why");
     for (const auto& c : cells)
       std::printf("%-15s %-14s %5d  %-40s %s\n", c.model.c_str(), c.hardware.c_str(), c.gpus, c.verdict.c_str(),
@@ -70,10 +74,10 @@ Registrar reg("decide", "decision table: which ZeRO stage, TP or PP wins per mod
                 auto cmd = std::make_shared<DecideCommand>();
                 app.add_option("--models", cmd->models, "comma-separated zoo names (default 1.4B..405B)");
                 app.add_option("--hardware", cmd->hardware, "comma-separated GPU profiles (default 24/40/80/141 GiB)");
-                app.add_option("--gpus", cmd->gpus, "comma-separated GPU counts (default 1,8,64,1024)");
-                app.add_option("--seq", cmd->seq, "sequence length (default 4096)");
-                app.add_option("--sequences-per-gpu", cmd->per_gpu, "global batch per GPU (default 4)");
-                app.add_option("--threads", cmd->threads, "search threads (default all)");
+                add_count_list(app, "--gpus", cmd->gpus, 1, limits::kGpus, "comma-separated GPU counts (default 1,8,64,1024)");
+                add_count(app, "--seq", cmd->seq, 1, limits::kSeq, "sequence length (default 4096)");
+                add_count(app, "--sequences-per-gpu", cmd->per_gpu, 1, limits::kGlobalBatch, "global batch per GPU (default 4)");
+                add_count(app, "--threads", cmd->threads, 1, limits::kThreads, "search threads (default all)");
                 app.add_flag("--json", cmd->json, "machine-readable output");
                 return Action([cmd] { return cmd->run(); });
               });

@@ -11,7 +11,10 @@
 #include "planner/plan_file.hpp"
 #include "planner/planner.hpp"
 #include "simulator/prediction_json.hpp"
+#include "common/file_io.hpp"
+#include "common/suggest.hpp"
 #include "tools/cli/command.hpp"
+#include "tools/cli/flags.hpp"
 #include "tools/cli/report.hpp"
 #include "tools/cli/scenario_options.hpp"
 
@@ -33,16 +36,7 @@ Layout parse_layout_spec(const std::string& spec, int gpus) {
     const size_t eq = item.find('=');
     const std::string key = item.substr(0, eq);
     const std::string value = eq == std::string::npos ? "" : item.substr(eq + 1);
-    auto integer = [&] {
-      try {
-        size_t pos = 0;
-        const long v = std::stol(value, &pos);
-        if (pos != value.size()) throw std::invalid_argument(value);
-        return int(v);
-      } catch (const std::exception&) {
-        throw UsageError("--compare: '" + item + "' needs a whole number");
-      }
-    };
+    auto integer = [&] { return int(parse_count(value, "--compare " + key, 1, limits::kGpus)); };
     if (key == "dp") { l.dp = integer(); dp_given = true; }
     else if (key == "tp") l.tp = integer();
     else if (key == "pp") l.pp = integer();
@@ -51,27 +45,33 @@ Layout parse_layout_spec(const std::string& spec, int gpus) {
     else if (key == "ep") l.ep = integer();
     else if (key == "etp") l.etp = integer();
     else if (key == "sp") l.sp = value.empty() || value == "1" || value == "true";
-    else if (key == "zero") l.zero = integer();
+    else if (key == "zero") l.zero = int(parse_count(value, "--compare zero", 0, 3));
     else if (key == "mbs" || key == "micro_batch") l.micro_batch = integer();
     else if (key == "recompute") l.recompute = parse_recompute(value);
     else if (key == "schedule") l.schedule = parse_schedule(value);
     else if (key == "dp_overlap") l.dp_overlap = parse_dp_overlap(value);
     else if (key == "first_stage_layers") l.first_stage_layers = integer();
     else if (key == "last_stage_layers") l.last_stage_layers = integer();
-    else
-      throw UsageError("--compare: unknown key '" + key + "' (allowed: dp, tp, pp, vpp, cp, ep, etp, sp, zero, mbs, "
-                       "recompute, schedule, dp_overlap, first_stage_layers, last_stage_layers)");
+    else {
+      const std::vector<std::string> keys = {"dp", "tp", "pp", "vpp", "cp", "ep", "etp", "sp", "zero", "mbs", "micro_batch",
+                                             "recompute", "schedule", "dp_overlap", "first_stage_layers", "last_stage_layers"};
+      throw UsageError("--compare: unknown key '" + key + "'" + did_you_mean(key, keys) +
+                       " (allowed: dp, tp, pp, vpp, cp, ep, etp, sp, zero, mbs, recompute, schedule, dp_overlap, "
+                       "first_stage_layers, last_stage_layers)");
+    }
   }
-  if (!dp_given) l.dp = std::max(1, gpus / std::max(1, l.tp * l.pp * l.cp));
+  const long long model_parallel = Count(l.tp) * l.pp * l.cp;
+  if (!dp_given) l.dp = int(std::max<long long>(1, gpus / model_parallel));
   return l;
 }
 
 struct PlanCommand {
   ScenarioFlags flags;
-  std::string mem_budget, export_path, export_format, schedules;
+  std::string export_path, export_format, schedules;
+  std::optional<Bytes> mem_budget;
   std::vector<std::string> compare;
-  int threads = 0, top = 5, max_tp = 0, refine = kDefaultRefine;
-  long long max_micro_batch = 64;
+  std::optional<int> threads, top, max_tp, refine;
+  std::optional<long long> max_micro_batch;
   bool json = false, explain = false;
 
   int run() const {
@@ -87,25 +87,18 @@ struct PlanCommand {
     rq.hardware = s.hardware;
     rq.gpus = s.gpus;
     rq.work = s.work;
-    rq.threads = threads;
+    rq.threads = threads.value_or(0);
     rq.closest_count = 40;  // enough to list five that differ in more than schedule or DP overlap
-    if (refine < 0) throw UsageError("--refine " + std::to_string(refine) + ": must be 0 (off) or a count of candidates");
-    rq.refine = refine;
-    if (!mem_budget.empty()) rq.memory_budget = parse_size(mem_budget);
-    rq.search.max_tp = max_tp;
+    rq.refine = refine.value_or(kDefaultRefine);
+    if (mem_budget) rq.memory_budget = *mem_budget;
+    rq.search.max_tp = max_tp.value_or(0);
     restrict_to_framework(rq.search, s.work.framework);
-    rq.search.max_micro_batch = max_micro_batch;
+    rq.search.max_micro_batch = max_micro_batch.value_or(64);
+    if (compare.size() > size_t(limits::kListItems))
+      throw UsageError("--compare: at most " + std::to_string(limits::kListItems) + " layouts");
     if (!schedules.empty()) {
       rq.search.schedules.clear();
-      std::string item;
-      for (size_t i = 0; i <= schedules.size(); ++i) {
-        if (i == schedules.size() || schedules[i] == ',') {
-          rq.search.schedules.push_back(parse_schedule(item));
-          item.clear();
-        } else {
-          item += schedules[i];
-        }
-      }
+      for (const auto& item : split_list(schedules, "--schedules")) rq.search.schedules.push_back(parse_schedule(item));
     }
     const PlanResult res = plan(rq);
     const std::string header = scenario_header(s);
@@ -175,7 +168,7 @@ struct PlanCommand {
       if (best.simulated_step_time > 0) rec["simulated_step_time_s"] = best.simulated_step_time;
       out["recommended"] = rec;
       nlohmann::ordered_json cands = nlohmann::ordered_json::array();
-      for (size_t i = 0; i < res.ranked.size() && i < size_t(top); ++i) {
+      for (size_t i = 0; i < res.ranked.size() && i < size_t(top.value_or(5)); ++i) {
         nlohmann::ordered_json c;
         c["layout"] = layout_json(res.ranked[i].layout);
         c["step_time_s"] = res.ranked[i].step_time;
@@ -234,7 +227,7 @@ struct PlanCommand {
       } else {
         std::printf("\n%-4s %-72s %11s %10s %10s\n", "rank", "layout", "step", "peak GiB", "headroom");
       }
-      for (size_t i = 0; i < res.ranked.size() && i < size_t(top); ++i) {
+      for (size_t i = 0; i < res.ranked.size() && i < size_t(top.value_or(5)); ++i) {
         const Candidate& c = res.ranked[i];
         const std::string d = describe(c.layout) + " " + to_string(c.layout.schedule) + " " + to_string(c.layout.dp_overlap);
         if (res.refined > 0) {
@@ -268,10 +261,7 @@ struct PlanCommand {
       }
     }
     if (!export_path.empty()) {
-      const std::string text = export_plan(format, s, p);
-      std::ofstream f(export_path);
-      if (!f) throw Error("cannot write '" + export_path + "'");
-      f << text;
+      write_text_file(export_path, export_plan(format, s, p));
       if (!json) std::cout << "\nwrote " << export_path << " (" << to_string(format) << ")\n";
     } else if (format != ExportFormat::Yaml && !json) {
       std::cout << "\n" << export_plan(format, s, p);
@@ -314,13 +304,15 @@ struct PlanCommand {
 Registrar reg("plan", "search every layout, recommend the fastest that fits, explain and export it", [](CLI::App& app) {
   auto cmd = std::make_shared<PlanCommand>();
   cmd->flags.add_to(app, false);
-  app.add_option("--mem-budget", cmd->mem_budget, "memory per GPU a layout may use, e.g. 78GiB (default: capacity - 2 GiB)");
-  app.add_option("--threads", cmd->threads, "search threads (default: all hardware threads)");
-  app.add_option("--refine", cmd->refine,
-                 "re-price the analytical top K with the step simulator and re-rank them (default 8; 0: off)");
-  app.add_option("--top", cmd->top, "rows of the ranking table (default 5)");
-  app.add_option("--max-tp", cmd->max_tp, "largest tensor-parallel size (default: GPUs per node)");
-  app.add_option("--max-micro-batch", cmd->max_micro_batch, "largest micro-batch tried (powers of two; default 64)");
+  add_size(app, "--mem-budget", cmd->mem_budget,
+           "memory per GPU a layout may use, with a unit, e.g. 78GiB (default: capacity - 2 GiB)");
+  add_count(app, "--threads", cmd->threads, 1, limits::kThreads, "search threads (default: all hardware threads)");
+  add_count(app, "--refine", cmd->refine, 0, 1000,
+            "re-price the analytical top K with the step simulator and re-rank them (default 8; 0: off)");
+  add_count(app, "--top", cmd->top, 1, 1000000, "rows of the ranking table (default 5)");
+  add_count(app, "--max-tp", cmd->max_tp, 1, limits::kGpus, "largest tensor-parallel size (default: GPUs per node)");
+  add_count(app, "--max-micro-batch", cmd->max_micro_batch, 1, limits::kGlobalBatch,
+            "largest micro-batch tried (powers of two; default 64)");
   app.add_option("--schedules", cmd->schedules, "pipeline schedules to try, e.g. 1f1b,interleaved (default all)");
   app.add_flag("--explain", cmd->explain, "print the decision path: counts per constraint, families");
   app.add_flag("--json", cmd->json, "machine-readable output (docs/plan-schema.md)");

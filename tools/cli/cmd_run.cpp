@@ -9,6 +9,7 @@
 #include "executor/run.hpp"
 #include "simulator/cost_model.hpp"
 #include "tools/cli/command.hpp"
+#include "tools/cli/flags.hpp"
 #include "tools/cli/scenario_options.hpp"
 
 namespace sixfold::cli {
@@ -17,9 +18,8 @@ namespace {
 struct RunCommand {
   ScenarioFlags flags;
   std::string backend = "cpu", precision = "float32", cpu_profile, trace;
-  int steps = 10;
-  int emulate_rank = -1;
-  double timeout_s = 120;
+  std::optional<int> steps, emulate_rank;
+  std::optional<Seconds> timeout_s;
   bool json = false;
 
   int run() const {
@@ -27,12 +27,14 @@ struct RunCommand {
     flags.validate(s);
     RunOptions opt;
     opt.backend = backend;
-    opt.steps = steps;
+    opt.steps = steps.value_or(10);
     opt.precision = parse_precision(precision);
-    opt.timeout_s = timeout_s;
+    opt.timeout_s = timeout_s.value_or(120);
     opt.trace_path = trace;
-    opt.emulate_rank = emulate_rank;
-    if (steps <= 0) throw UsageError("--steps must be positive");
+    if (emulate_rank && *emulate_rank >= s.layout.gpus())
+      throw UsageError("--emulate-rank " + std::to_string(*emulate_rank) + " is not a rank of the layout (0 to " +
+                       std::to_string(s.layout.gpus() - 1) + ")");
+    opt.emulate_rank = emulate_rank.value_or(-1);
     const RunReport rep = run_plan(s.model, s.layout, s.work, opt);
     if (rep.rank != 0) return 0;
 
@@ -59,7 +61,9 @@ struct RunCommand {
       }
       if (!rep.trace_written.empty()) j["trace"] = rep.trace_written;
       j["losses"] = rep.losses;
+      j["step_times_s"] = rep.step_times;  // every step, the first (warm-up) included
       j["step_time_s"] = rep.step_time;
+      j["step_time_excludes_first_step"] = rep.step_times.size() > 1;
       j["tokens_per_s"] = rep.tokens_per_second;
       if (timed) {
         j["predicted_step_time_s"] = timed->step_time;
@@ -95,7 +99,10 @@ struct RunCommand {
     for (size_t i = 0; i < rep.losses.size(); ++i)
       std::printf("step %3zu | loss %.6f | %8.2f ms\n", i + 1, rep.losses[i],
                   i < rep.step_times.size() ? rep.step_times[i] * 1e3 : 0.0);
-    std::printf("median step %.2f ms | %.0f tokens/s\n", rep.step_time * 1e3, rep.tokens_per_second);
+    const std::string which = rep.step_times.size() > 1 ? " (median of steps 2.." + std::to_string(rep.step_times.size()) +
+                                                              "; the first step, warm-up, is left out)"
+                                                        : " (one step)";
+    std::printf("median step %.2f ms | %.0f tokens/s%s\n", rep.step_time * 1e3, rep.tokens_per_second, which.c_str());
     if (timed) {
       std::printf("predicted step %.2f ms with %s (%+.1f%% vs measured):", timed->step_time * 1e3, cpu_profile.c_str(),
                   100.0 * (timed->step_time - rep.step_time) / rep.step_time);
@@ -130,14 +137,16 @@ Registrar reg("run", "execute a plan on this launch's ranks (CPU over MPI) and c
   auto cmd = std::make_shared<RunCommand>();
   cmd->flags.add_to(app, true);
   app.add_option("--backend", cmd->backend, "cpu (default); cuda needs the CUDA build and a GPU");
-  app.add_option("--steps", cmd->steps, "training steps (default 10)");
+  add_count(app, "--steps", cmd->steps, 1, 1000000, "training steps (default 10)");
   app.add_option("--precision", cmd->precision, "float32 (default) or float64 (CPU backend)");
-  app.add_option("--timeout", cmd->timeout_s, "seconds any one communication may take before the run fails (default 120)");
+  add_duration(app, "--timeout", cmd->timeout_s, 1, 86400,
+               "how long any one communication may take before the run fails, e.g. 120, 30s, 5min (default 120 s; "
+               "at least 1 s)");
   app.add_option("--cpu-profile", cmd->cpu_profile,
                  "hardware profile of the CPU ranks (name or YAML path, e.g. cpu-dev) to predict the step time with");
   app.add_option("--trace", cmd->trace,
                  "write the device activity (CUPTI kernels and memcpys, by op) as a Chrome trace to FILE (--backend cuda)");
-  app.add_option("--emulate-rank", cmd->emulate_rank,
+  add_count(app, "--emulate-rank", cmd->emulate_rank, 0, limits::kGpus - 1,
                  "run world rank R of the layout alone on this device: its compute and memory, collectives as local "
                  "copies (modeled, not measured)");
   app.add_flag("--json", cmd->json, "machine-readable report");

@@ -1,7 +1,9 @@
 #include "tools/cli/scenario_options.hpp"
 
+#include "common/parse.hpp"
 #include "common/yaml_util.hpp"
 #include "models/model_zoo.hpp"
+#include "tools/cli/flags.hpp"
 
 namespace sixfold::cli {
 
@@ -10,43 +12,50 @@ void ScenarioFlags::add_to(CLI::App& app, bool with_layout) {
   app.add_option("--model", model, "zoo name (see `sixfold models`), a zoo-style YAML, or a Hugging Face config.json");
   app.add_option("--hardware", hardware, "GPU profile name (see `sixfold hardware`) or a profile YAML");
   app.add_option("--cluster", cluster, "cluster YAML: hardware, gpus_per_node, network bandwidth and latency");
-  app.add_option("--gpus", gpus, "number of GPUs");
-  app.add_option("--gpus-per-node", gpus_per_node, "GPUs per node (default: the profile's)");
-  app.add_option("--network-bandwidth", network_bandwidth, "per-GPU bandwidth across nodes, e.g. 50GB/s");
-  app.add_option("--intra-node-bandwidth", intra_node_bandwidth, "per-GPU NVLink/PCIe bandwidth, e.g. 450GB/s");
-  app.add_option("--seq", seq, "sequence length in tokens (default: the model's max_seq, else 2048)");
-  app.add_option("--global-batch", global_batch, "sequences per optimizer step (default: dp x micro-batch x pp)");
+  using namespace limits;
+  add_count(app, "--gpus", gpus, 1, kGpus, "number of GPUs");
+  add_count(app, "--gpus-per-node", gpus_per_node, 1, kGpus, "GPUs per node (default: the profile's)");
+  add_rate(app, "--network-bandwidth", network_bandwidth,
+           "per-GPU bandwidth across nodes, with a unit: 50GB/s, 400Gb/s, 400Gbps, 46.6GiB/s");
+  add_rate(app, "--intra-node-bandwidth", intra_node_bandwidth, "per-GPU NVLink/PCIe bandwidth, with a unit: 450GB/s");
+  add_count(app, "--seq", seq, 1, kSeq,
+            "sequence length in tokens (default: the model's max_seq up to 8192, else 2048; at most the model's max_seq)");
+  add_count(app, "--global-batch", global_batch, 1, kGlobalBatch,
+            "sequences per optimizer step (default: dp x micro-batch x pp)");
   app.add_option("--dtype", dtype, "bf16 | fp16 | fp8 | fp32 (default bf16)");
   app.add_flag("--no-flash-attention", no_flash_attention, "price unfused attention that saves the s x s scores");
   app.add_option("--adam-moments", adam_moments,
                  "fp32 (default) | bf16: Adam's moments in bf16 (Megatron-Core's precision-aware optimizer)");
   app.add_flag("--activation-func-fp8-input-store", fp8_activation_input_store,
                "keep the SwiGLU's input in fp8 for the backward (Megatron's flag of that name)");
-  app.add_option("--mtp-num-layers", mtp_layers, "multi-token prediction depths trained on the last stage (Megatron's flag; DeepSeek-V3: 1)");
+  add_count(app, "--mtp-num-layers", mtp_layers, 0, kMtpLayers,
+            "multi-token prediction depths trained on the last stage (Megatron's flag; DeepSeek-V3: 1)");
   app.add_option("--framework", framework,
                  "megatron | deepspeed | deepspeed-legacy | torchtitan: whose loss, ZeRO-3 gathers and overlap to price (default megatron)");
   if (!with_layout) return;
   app.add_option("--plan", plan, "a plan file written by `sixfold plan --export`");
-  app.add_option("--micro-batch", micro_batch, "sequences per micro-batch (default 1)");
-  app.add_option("--tp", tp, "tensor-parallel size (default 1)");
-  app.add_option("--pp", pp, "pipeline-parallel size (default 1)");
-  app.add_option("--vpp", vpp, "virtual stages per pipeline rank (interleaved 1F1B; default 1)");
-  app.add_option("--cp", cp, "context-parallel size (default 1)");
-  app.add_option("--ep", ep, "expert-parallel size (default 1)");
-  app.add_option("--etp", etp, "expert tensor-parallel size (default 1)");
+  add_count(app, "--micro-batch", micro_batch, 1, kGlobalBatch, "sequences per micro-batch (default 1)");
+  add_count(app, "--tp", tp, 1, kGpus, "tensor-parallel size (default 1)");
+  add_count(app, "--pp", pp, 1, kGpus, "pipeline-parallel size (default 1)");
+  add_count(app, "--vpp", vpp, 1, kLayers, "virtual stages per pipeline rank (interleaved 1F1B; default 1)");
+  add_count(app, "--cp", cp, 1, kGpus, "context-parallel size (default 1)");
+  add_count(app, "--ep", ep, 1, kGpus, "expert-parallel size (default 1)");
+  add_count(app, "--etp", etp, 1, kGpus, "expert tensor-parallel size (default 1)");
   app.add_flag("--sp", sp, "Megatron sequence parallelism (needs tp > 1)");
   app.add_flag("--no-sp", no_sp, "turn sequence parallelism off (over a plan or scenario)");
-  app.add_option("--zero", zero, "ZeRO stage 0-3 (0: plain DDP; 1: distributed optimizer)");
+  add_count(app, "--zero", zero, 0, 3, "ZeRO stage 0-3 (0: plain DDP; 1: distributed optimizer)");
   app.add_option("--recompute", recompute, "none | selective | selective-op | full (default none)");
   app.add_option("--recompute-modules", recompute_modules,
                  "selective recompute's modules, Megatron-Core's names: core_attn (default), mlp, layernorm, "
                  "mla_up_proj, moe, moe_act, shared_experts (comma-separated; implies --recompute selective)");
   app.add_option("--dp-overlap", dp_overlap, "none | per-layer | bucketed (default bucketed)");
-  app.add_option("--bucket-size", bucket_size, "DP gradient bucket size (default: the framework's: Megatron max(40M, 1M x dp) elements, DeepSpeed 5e8 elements, PyTorch DDP 25MiB)");
+  add_size(app, "--bucket-size", bucket_size,
+           "DP gradient bucket size with a unit, e.g. 25MiB (default: the framework's: Megatron max(40M, 1M x dp) "
+           "elements, DeepSpeed 5e8 elements, PyTorch DDP 25MiB)");
   app.add_flag("--tp-overlap", tp_overlap, "overlap TP communication with GEMMs");
   app.add_option("--schedule", schedule, "1f1b | interleaved | gpipe | zero-bubble (default 1f1b; interleaved when vpp > 1)");
-  app.add_option("--first-stage-layers", first_stage_layers, "layers on the first pipeline stage (uneven pipelines)");
-  app.add_option("--last-stage-layers", last_stage_layers, "layers on the last pipeline stage (uneven pipelines)");
+  add_count(app, "--first-stage-layers", first_stage_layers, 1, kLayers, "layers on the first pipeline stage (uneven pipelines)");
+  add_count(app, "--last-stage-layers", last_stage_layers, 1, kLayers, "layers on the last pipeline stage (uneven pipelines)");
   app.add_flag("--account-for-embedding-in-pipeline-split", embedding_in_split,
                "the embedding takes a layer's place in the first virtual stage (Megatron's flag)");
   app.add_flag("--account-for-loss-in-pipeline-split", loss_in_split,
@@ -98,24 +107,24 @@ Scenario ScenarioFlags::resolve(bool with_layout) const {
     throw UsageError("--hardware is required (or --cluster, --scenario, --plan); see `sixfold hardware`");
   }
   if (gpus_per_node) overrides.gpus_per_node = *gpus_per_node;
-  if (!network_bandwidth.empty()) overrides.network_bandwidth = parse_rate(network_bandwidth);
-  if (!intra_node_bandwidth.empty()) overrides.intra_node_bandwidth = parse_rate(intra_node_bandwidth);
+  if (network_bandwidth) overrides.network_bandwidth = *network_bandwidth;
+  if (intra_node_bandwidth) overrides.intra_node_bandwidth = *intra_node_bandwidth;
   apply_overrides(s.hardware, overrides);
   if (s.hardware.gpus_per_node <= 0) throw UsageError("--gpus-per-node (gpus_per_node) must be positive" + origin());
 
   // Default sequence: the model's own length, capped at 8K (long-context maxima are rarely trained at).
   if (!have_base) s.work.seq = s.model.max_seq > 0 ? std::min<Count>(s.model.max_seq, 8192) : 2048;
   if (seq) s.work.seq = *seq;
+  // Past the model's maximum the positions (learned, or RoPE as trained) are not the model's.
+  if (s.model.max_seq > 0 && s.work.seq > s.model.max_seq)
+    throw UsageError("--seq " + std::to_string(s.work.seq) + " is above " + s.model.name + "'s maximum sequence length " +
+                     std::to_string(s.model.max_seq) + " (max_seq)" + (seq ? "" : origin()));
   if (!dtype.empty()) s.work.dtype = parse_dtype(dtype);
   if (no_flash_attention) s.work.flash_attention = false;
   if (!framework.empty()) s.work.framework = parse_framework(framework);
   if (!adam_moments.empty()) s.work.bf16_adam_moments = parse_adam_moments(adam_moments);
   if (fp8_activation_input_store) s.work.fp8_activation_input_store = true;
-  if (mtp_layers) {
-    if (*mtp_layers < 0) throw UsageError("--mtp-num-layers must not be negative");
-    s.work.mtp_layers = *mtp_layers;
-  }
-  if (s.work.seq <= 0) throw UsageError("--seq (workload.seq) must be positive" + origin());
+  if (mtp_layers) s.work.mtp_layers = *mtp_layers;
 
   Layout& l = s.layout;
   if (with_layout) {
@@ -145,7 +154,7 @@ Scenario ScenarioFlags::resolve(bool with_layout) const {
       l.recompute_modules = parse_recompute_modules(recompute_modules);
     }
     if (!dp_overlap.empty()) l.dp_overlap = parse_dp_overlap(dp_overlap);
-    if (!bucket_size.empty()) l.bucket_bytes = parse_size(bucket_size);
+    if (bucket_size) l.bucket_bytes = *bucket_size;
     if (tp_overlap) l.tp_overlap = true;
     if (!schedule.empty()) l.schedule = parse_schedule(schedule);
     if (first_stage_layers) l.first_stage_layers = *first_stage_layers;
@@ -153,17 +162,30 @@ Scenario ScenarioFlags::resolve(bool with_layout) const {
     if (embedding_in_split) l.embedding_in_pipeline_split = true;
     if (loss_in_split) l.loss_in_pipeline_split = true;
   }
+  // Degrees are at most kGpus each: their product fits in 64 bits.
+  const long long model_parallel = Count(l.tp) * l.pp * l.cp;
   if (gpus) s.gpus = *gpus;
-  else if (!have_base) s.gpus = l.tp * l.pp * l.cp;
-  if (s.gpus <= 0) throw UsageError("--gpus (gpus) must be positive" + origin());
-  const int model_parallel = l.tp * l.pp * l.cp;
-  if (model_parallel <= 0 || s.gpus % model_parallel != 0)
+  else if (!have_base) {
+    if (model_parallel > limits::kGpus)
+      throw UsageError("--tp x --pp x --cp = " + std::to_string(model_parallel) + " is above " +
+                       std::to_string(limits::kGpus) + " GPUs");
+    s.gpus = int(model_parallel);
+  }
+  if (s.gpus % model_parallel != 0)
     throw LayoutError("dp*tp*pp*cp = gpus", "tp*pp*cp = " + std::to_string(model_parallel) +
                                                 " does not divide --gpus " + std::to_string(s.gpus) + origin());
-  l.dp = s.gpus / model_parallel;
+  l.dp = int(s.gpus / model_parallel);
   if (global_batch) s.work.global_batch = *global_batch;
-  else if (!have_base) s.work.global_batch = Count(l.dp) * l.micro_batch * l.pp;
-  if (s.work.global_batch <= 0) throw UsageError("--global-batch (workload.global_batch) must be positive" + origin());
+  else if (!have_base) {
+    const long long batch = Count(l.dp) * l.micro_batch * l.pp;  // each below 2^24: no overflow
+    if (batch > limits::kGlobalBatch)
+      throw UsageError("the default global batch dp x micro-batch x pp = " + std::to_string(batch) + " is above " +
+                       std::to_string(limits::kGlobalBatch) + "; give --global-batch");
+    s.work.global_batch = batch;
+  }
+  if (Count(l.micro_batch) * s.work.seq > limits::kMicroBatchTokens)
+    throw UsageError("--micro-batch " + std::to_string(l.micro_batch) + " x --seq " + std::to_string(s.work.seq) +
+                     " is above " + std::to_string(limits::kMicroBatchTokens) + " tokens per micro-batch" + origin());
   return s;
 }
 

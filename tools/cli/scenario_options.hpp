@@ -12,7 +12,9 @@ namespace sixfold::cli {
 
 struct ScenarioFlags {
   std::string scenario, plan, model, hardware, cluster, dtype, recompute, dp_overlap, schedule, framework, adam_moments;
-  std::string bucket_size, network_bandwidth, intra_node_bandwidth, recompute_modules;
+  std::string recompute_modules;
+  std::optional<Bytes> bucket_size;
+  std::optional<BytesPerSec> network_bandwidth, intra_node_bandwidth;
   std::optional<int> gpus, gpus_per_node, tp, pp, vpp, cp, ep, etp, zero, first_stage_layers, last_stage_layers, mtp_layers;
   std::optional<long long> seq, global_batch, micro_batch;
   bool sp = false, no_sp = false, tp_overlap = false, no_flash_attention = false, fp8_activation_input_store = false;
