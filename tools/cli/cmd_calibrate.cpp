@@ -20,6 +20,7 @@
 #include "executor/cuda_calibration.hpp"
 #include "kernels/cuda_kernels.hpp"
 #endif
+#include "simulator/error_band.hpp"
 #include "simulator/kineto_trace.hpp"
 #include "simulator/profile_fit.hpp"
 #include "simulator/profile_yaml.hpp"
@@ -50,7 +51,7 @@ void write_profile(const std::string& yaml, const std::string& output) {
 
 struct CalibrateCommand {
   std::vector<std::string> runs;
-  std::string hardware, split = "even", backend, output, name, kineto, cv;
+  std::string hardware, split = "even", backend, output, name, kineto, cv, bands_out;
   bool json = false;
   std::vector<std::string> parameters;
   std::optional<int> rounds;
@@ -160,6 +161,29 @@ struct CalibrateCommand {
 #endif
   }
 
+  // The out-of-fold residual of every scored run, for predict's and plan's error band
+  // (simulator/error_band.hpp); checked by parsing it back before it is written.
+  void write_bands(const CrossValidation& cv_result, const std::vector<std::string>& fitted) const {
+    std::string files;
+    for (const auto& f : runs) files += " " + f;
+    std::string yaml = "# Out-of-source residuals of the cost model, one per measured run: the mean absolute error of its\n"
+                       "# throughput metrics when " + std::string(fitted.empty() ? "nothing was fitted" : "the framework terms were fitted") +
+                       " on its own source.\n# Written by `sixfold calibrate --from-runs" + files + " --cv source" +
+                       (fitted.empty() ? " --parameters none" : "") + " --bands-out FILE` on " + today() +
+                       ".\n# Read by predict and plan for \"expect +-X%\" (simulator/error_band.hpp).\nruns:\n";
+    for (const CvRow& r : cv_result.rows) {
+      double sum = 0;
+      for (const auto& [metric, e] : r.error_pct) sum += std::fabs(e);
+      char line[256];
+      std::snprintf(line, sizeof line, "  - {id: \"%s\", framework: %s, gpu: %s, gpus: %d, abs_error_pct: %.2f}\n", r.id.c_str(),
+                    r.framework.c_str(), r.gpu.c_str(), r.gpus, sum / double(r.error_pct.size()));
+      yaml += line;
+    }
+    parse_residual_runs(yaml, bands_out);
+    write_text_file(bands_out, yaml);
+    std::fprintf(stderr, "wrote %s (%zu runs)\n", bands_out.c_str(), cv_result.rows.size());
+  }
+
   // Out-of-source cross-validation (profile_fit.hpp): per fold and pooled out-of-fold MAPE per
   // metric, with the null model on the same rows.
   int run_cv() const {
@@ -170,6 +194,7 @@ struct CalibrateCommand {
     const std::vector<std::string>& names = parameters.empty() ? default_cv_parameters() : parameters;
     const std::vector<std::string> fitted = names.size() == 1 && names[0] == "none" ? std::vector<std::string>{} : names;
     const CrossValidation result = cross_validate_by_source(tables, fitted, rounds.value_or(3));
+    if (!bands_out.empty()) write_bands(result, fitted);
     auto metrics_json = [](const std::map<std::string, MetricSummary>& m) {
       nlohmann::ordered_json j = nlohmann::ordered_json::object();
       for (const auto& [metric, s] : m)
@@ -265,6 +290,9 @@ Registrar reg("calibrate", "fit a hardware profile to measured runs (or, with a 
   app.add_option("--cv", cmd->cv,
                  "source: out-of-source cross-validation over the --from-runs files (fit the framework terms on every "
                  "source but one, score the one left out); prints per fold and pooled out-of-fold MAPE");
+  app.add_option("--bands-out", cmd->bands_out,
+                 "with --cv: write each run's out-of-fold error here (configs/error_bands/out_of_source.yaml is what "
+                 "predict and plan read for their expected error)");
   app.add_flag("--json", cmd->json, "with --cv: {\"folds\": [{source, rows, metrics}], \"metrics\": {METRIC: {n, mape_pct}}, ...}");
   app.add_option("--split", cmd->split, "even: fit even rows, report odd ones (default); odd: the reverse");
   add_count(app, "--rounds", cmd->rounds, 1, 100, "coordinate-descent rounds (default 3)");

@@ -166,6 +166,7 @@ struct PlanCommand {
       const nlohmann::ordered_json predicted = prediction_json(p);  // items() must not outlive it
       for (auto& [k, v] : predicted.items()) rec[k] = v;
       if (best.simulated_step_time > 0) rec["simulated_step_time_s"] = best.simulated_step_time;
+      rec["prediction"]["expected_error"] = expected_error_json(s);
       out["recommended"] = rec;
       nlohmann::ordered_json cands = nlohmann::ordered_json::array();
       for (size_t i = 0; i < res.ranked.size() && i < size_t(top.value_or(5)); ++i) {
@@ -219,6 +220,7 @@ struct PlanCommand {
       std::cout << "\nrecommended: " << describe(best.layout) << " schedule=" << to_string(best.layout.schedule)
                 << " dp-overlap=" << to_string(best.layout.dp_overlap) << " (" << p.micro_batches << " micro-batches)\n";
       print_prediction(std::cout, p);
+      print_expected_error(std::cout, s, p.step_time);
       if (best.simulated_step_time > 0)
         std::cout << "simulated step time " << format_seconds(best.simulated_step_time) << " (closed form "
                   << format_seconds(best.step_time) << ")\n";

@@ -28,6 +28,7 @@ struct PredictCommand {
       out["workload"] = workload_json(s.work);
     out["layout"] = layout_json(s.layout);
       for (auto& [k, v] : j.items()) out[k] = v;
+      out["prediction"]["expected_error"] = expected_error_json(s);
       std::cout << out.dump(2) << "\n";
       return 0;
     }
@@ -35,6 +36,7 @@ struct PredictCommand {
     std::cout << "layout: " << describe(s.layout) << " dp-overlap=" << to_string(s.layout.dp_overlap)
               << " schedule=" << to_string(s.layout.schedule) << " (" << p.micro_batches << " micro-batches)\n";
     print_prediction(std::cout, p);
+    print_expected_error(std::cout, s, p.step_time);
     if (p.peak_memory > s.hardware.memory_capacity)
       std::cout << "warning: needs " << p.peak_memory / kGiB << " GiB per GPU, the GPU has "
                 << s.hardware.memory_capacity / kGiB << " GiB\n";

@@ -1,5 +1,7 @@
 #include "tools/cli/report.hpp"
 
+#include "simulator/error_band.hpp"
+
 #include <unistd.h>
 
 #include <cstdio>
@@ -75,6 +77,17 @@ void print_prediction(std::ostream& out, const Prediction& p) {
                 format_seconds(p.step_time).c_str(), p.tokens_per_s_per_gpu, p.tflops_model_per_gpu, p.tflops_hw_per_gpu,
                 100 * p.mfu, p.peak_memory / kGiB);
   out << line;
+}
+
+void print_expected_error(std::ostream& out, const Scenario& s, Seconds step_time) {
+  if (auto band = expected_error(builtin_residual_runs(), s.work.framework, s.hardware.name, s.gpus))
+    out << "step " << format_seconds(step_time) << ", " << describe(*band) << "\n";
+}
+
+nlohmann::ordered_json expected_error_json(const Scenario& s) {
+  auto band = expected_error(builtin_residual_runs(), s.work.framework, s.hardware.name, s.gpus);
+  if (!band) return nullptr;
+  return {{"pct", band->pct}, {"runs", band->runs}, {"basis", band->basis}};
 }
 
 }  // namespace sixfold::cli

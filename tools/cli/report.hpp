@@ -6,6 +6,8 @@
 #include "simulator/cost_model.hpp"
 #include "simulator/scenario.hpp"
 
+#include <nlohmann/json.hpp>
+
 namespace sixfold::cli {
 
 std::string scenario_header(const Scenario& s);
@@ -13,5 +15,11 @@ void print_prediction(std::ostream& out, const Prediction& p);
 std::string format_seconds(Seconds s);
 // Whether standard output is a terminal (progress only then).
 bool stdout_is_terminal();
+
+// "step 50.7 s, expect +-6% (23 similar measured runs: ...)" from the out-of-source residuals of
+// the measured runs most like this one (simulator/error_band.hpp); nothing when none are built in.
+void print_expected_error(std::ostream& out, const Scenario& s, Seconds step_time);
+// {"pct", "runs", "basis"} or null.
+nlohmann::ordered_json expected_error_json(const Scenario& s);
 
 }  // namespace sixfold::cli

@@ -1,0 +1,103 @@
+#include "simulator/error_band.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "common/builtin_data.hpp"
+#include "common/error.hpp"
+#include "common/yaml_util.hpp"
+
+namespace sixfold {
+
+namespace {
+
+// The GPU family a profile belongs to ("h100-96g-500w" -> "h100"): runs on a sibling part are
+// more alike than runs on another generation.
+std::string family(const std::string& gpu) { return gpu.substr(0, gpu.find('-')); }
+
+}  // namespace
+
+std::vector<ResidualRun> parse_residual_runs(const std::string& text, const std::string& source) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    throw Error(source + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg);
+  }
+  const YAML::Node list = root["runs"];
+  if (!list || !list.IsSequence()) throw Error(source + ": field 'runs': missing or not a list");
+  std::vector<ResidualRun> out;
+  for (const YAML::Node& n : list) {
+    const std::string where = source + ":" + std::to_string(n.Mark().line + 1) + ": ";
+    ResidualRun r;
+    try {
+      r.id = n["id"].as<std::string>();
+      r.framework = n["framework"].as<std::string>();
+      r.gpu = n["gpu"].as<std::string>();
+      r.gpus = n["gpus"].as<int>();
+      r.abs_error_pct = n["abs_error_pct"].as<double>();
+    } catch (const YAML::Exception&) {
+      throw Error(where + "each run needs id, framework, gpu, gpus (an integer) and abs_error_pct (a number)");
+    }
+    if (r.gpus <= 0 || !std::isfinite(r.abs_error_pct) || r.abs_error_pct < 0)
+      throw Error(where + "run '" + r.id + "': gpus must be positive and abs_error_pct finite and >= 0");
+    out.push_back(r);
+  }
+  return out;
+}
+
+const std::vector<ResidualRun>& builtin_residual_runs() {
+  static const std::vector<ResidualRun> runs = [] {
+    const std::string path = "configs/error_bands/out_of_source.yaml";
+    const auto text = builtin_text(path);
+    return text ? parse_residual_runs(std::string(*text), path) : std::vector<ResidualRun>{};
+  }();
+  return runs;
+}
+
+std::optional<ErrorBand> expected_error(const std::vector<ResidualRun>& runs, Framework framework,
+                                        const std::string& hardware, int gpus) {
+  if (int(runs.size()) < kMinRuns) return std::nullopt;
+  const std::string fw = to_string(framework), fam = family(hardware);
+  auto near_scale = [&](const ResidualRun& r) { return std::fabs(std::log2(double(r.gpus) / std::max(1, gpus))) <= 3.0; };
+  struct Level {
+    const char* what;
+    bool (*keep)(const ResidualRun&, const std::string&, const std::string&, bool);
+  };
+  // From most to least alike; the first level with enough runs decides.
+  const Level levels[] = {
+      {"same framework and GPU, GPU count within 8x",
+       [](const ResidualRun& r, const std::string& f, const std::string& g, bool near) { return r.framework == f && family(r.gpu) == g && near; }},
+      {"same framework and GPU",
+       [](const ResidualRun& r, const std::string& f, const std::string& g, bool) { return r.framework == f && family(r.gpu) == g; }},
+      {"same framework", [](const ResidualRun& r, const std::string& f, const std::string&, bool) { return r.framework == f; }},
+      {"same GPU", [](const ResidualRun& r, const std::string&, const std::string& g, bool) { return family(r.gpu) == g; }},
+      {"all measured runs", [](const ResidualRun&, const std::string&, const std::string&, bool) { return true; }},
+  };
+  for (const Level& level : levels) {
+    std::vector<double> errs;
+    for (const ResidualRun& r : runs)
+      if (level.keep(r, fw, fam, near_scale(r))) errs.push_back(r.abs_error_pct);
+    if (int(errs.size()) < kMinRuns) continue;
+    std::sort(errs.begin(), errs.end());
+    // The 68th percentile, interpolated between order statistics.
+    const double at = 0.68 * double(errs.size() - 1);
+    const size_t lo = size_t(at);
+    const double frac = at - double(lo);
+    ErrorBand band;
+    band.pct = lo + 1 < errs.size() ? errs[lo] * (1 - frac) + errs[lo + 1] * frac : errs[lo];
+    band.runs = int(errs.size());
+    band.basis = std::string(level.what) + " (" + fw + ", " + fam + ")";
+    return band;
+  }
+  return std::nullopt;
+}
+
+std::string describe(const ErrorBand& band) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "expect +-%.0f%% (%d similar measured runs: %s)", band.pct, band.runs, band.basis.c_str());
+  return buf;
+}
+
+}  // namespace sixfold

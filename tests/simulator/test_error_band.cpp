@@ -1,0 +1,54 @@
+// The expected error a prediction carries: the 68th percentile of the out-of-source errors of the
+// most similar measured runs (simulator/error_band.hpp).
+#include <doctest/doctest.h>
+
+#include "common/error.hpp"
+#include "simulator/error_band.hpp"
+
+using namespace sixfold;
+
+namespace {
+std::vector<ResidualRun> runs(const std::string& body) { return parse_residual_runs("runs:\n" + body, "bands.yaml"); }
+}  // namespace
+
+TEST_CASE("the band takes the most similar runs that number at least five, and says which") {
+  std::string body;
+  for (int i = 0; i < 6; ++i)  // torchtitan on H100 at 8-64 GPUs: 1..6 %
+    body += "  - {id: t" + std::to_string(i) + ", framework: torchtitan, gpu: h100-sxm-80g, gpus: " + std::to_string(8 << (i % 4)) +
+            ", abs_error_pct: " + std::to_string(i + 1) + "}\n";
+  for (int i = 0; i < 6; ++i)  // Megatron on A100: 20..25 %
+    body += "  - {id: m" + std::to_string(i) + ", framework: megatron, gpu: a100-sxm-80g, gpus: 1024, abs_error_pct: " +
+            std::to_string(20 + i) + "}\n";
+  const auto r = runs(body);
+  const auto tt = expected_error(r, Framework::Torchtitan, "h100-96g-500w", 16);  // the same family counts
+  REQUIRE(tt);
+  CHECK(tt->runs == 6);
+  CHECK(tt->pct == doctest::Approx(1 + 0.68 * 5));  // the 68th percentile of 1..6
+  CHECK(tt->basis.find("GPU count within 8x") != std::string::npos);
+  // At 16384 GPUs no torchtitan H100 run is within 8x: the band widens to framework and GPU.
+  const auto far = expected_error(r, Framework::Torchtitan, "h100-sxm-80g", 16384);
+  REQUIRE(far);
+  CHECK(far->basis.find("same framework and GPU") == 0);
+  CHECK(far->basis.find("within 8x") == std::string::npos);
+  // DeepSpeed has no run: the same GPU's runs decide.
+  const auto ds = expected_error(r, Framework::DeepSpeed, "a100-sxm-80g", 1024);
+  REQUIRE(ds);
+  CHECK(ds->basis.find("same GPU") == 0);
+  CHECK(ds->pct > 20);
+  CHECK(describe(*ds).find("expect +-") == 0);
+}
+
+TEST_CASE("too few residuals give no band; a malformed bands file names its line") {
+  CHECK_FALSE(expected_error(runs("  - {id: a, framework: megatron, gpu: h100-sxm-80g, gpus: 8, abs_error_pct: 3}\n"),
+                             Framework::Megatron, "h100-sxm-80g", 8));
+  CHECK_THROWS_WITH_AS(runs("  - {id: a, framework: megatron, gpu: h100-sxm-80g, gpus: eight, abs_error_pct: 3}\n"),
+                       doctest::Contains("bands.yaml:2"), Error);
+  CHECK_THROWS_WITH_AS(runs("  - {id: a, framework: megatron, gpu: h100-sxm-80g, gpus: 8, abs_error_pct: -1}\n"),
+                       doctest::Contains("abs_error_pct"), Error);
+}
+
+TEST_CASE("the built-in residuals load and cover the validation sets") {
+  const auto& r = builtin_residual_runs();
+  CHECK(r.size() >= 100);
+  CHECK(expected_error(r, Framework::Megatron, "h100-sxm-80g", 64));
+}
