@@ -1,5 +1,7 @@
 #include "simulator/collective_cost.hpp"
 
+#include "simulator/kernel_tables.hpp"
+
 #include <algorithm>
 #include <cmath>
 
@@ -67,6 +69,13 @@ double intra_node_ring_steps(Collective c, const GroupPlacement& where) {
 Seconds collective_time(Collective c, Bytes message, const GroupPlacement& where, const HardwareProfile& hw) {
   if (c == Collective::None || message <= 0) return 0;
   if (where.size <= 1 && c != Collective::SendRecv) return 0;
+  // Inside one node: the measured NCCL time of this collective on this many GPUs
+  // (configs/kernel_tables, nccl-tests' size convention, which `message` follows).
+  if (!where.crosses_nodes && hw.use_kernel_tables && hw.use_collective_tables &&
+      (c == Collective::AllReduce || c == Collective::AllGather || c == Collective::ReduceScatter ||
+       c == Collective::AllToAll))
+    if (const KernelTables* tables = kernel_tables_for(hw.name))
+      if (auto t = tables->collective_time(c, where.size, message)) return *t;
   const CollectiveCurve& curve = where.crosses_nodes ? hw.inter_node : hw.intra_node;
   double peak = curve.peak_busbw;
   if (where.crosses_nodes && c != Collective::SendRecv && c != Collective::RingExchange)

@@ -328,6 +328,8 @@ void apply_overrides(HardwareProfile& hw, const ClusterOverrides& o) {
     if (!(*o.intra_node_bandwidth > 0)) throw UsageError("intra_node_bandwidth must be positive");
     // The measured collective curve scales with the link it runs on.
     hw.intra_node.peak_busbw *= *o.intra_node_bandwidth / hw.intra_node_bandwidth;
+    // The measured NCCL tables are of the stock NVLink: another bandwidth turns them off.
+    if (*o.intra_node_bandwidth != hw.intra_node_bandwidth) hw.use_collective_tables = false;
     hw.intra_node_bandwidth = *o.intra_node_bandwidth;
     record("intra_node_bandwidth");
     record("intra_node.peak_busbw");

@@ -54,6 +54,9 @@ struct HardwareProfile {
   // Price GEMMs and attention from the GPU's measured kernel tables (simulator/kernel_tables.hpp)
   // where they exist; false keeps the profile's efficiency curve (a calibrated profile's own fit).
   bool use_kernel_tables = true;
+  // Price collectives inside a node from the measured NCCL tables where they exist; an
+  // overridden NVLink bandwidth (--intra-node-bandwidth, a cluster file) turns them off.
+  bool use_collective_tables = true;
   // Measured kernels run slower inside a training step than alone in a microbenchmark: sustained
   // power draw lowers the clocks, and communication kernels share the SMs and L2 (NCCL channels
   // run on SMs). One multiplier on the tabled GEMM and attention times, the same for every GPU,

@@ -14,6 +14,8 @@
 
 #include "common/builtin_data.hpp"
 #include "common/error.hpp"
+#include "simulator/collective_cost.hpp"
+#include "simulator/hardware_profile.hpp"
 #include "simulator/kernel_tables.hpp"
 
 using namespace sixfold;
@@ -356,4 +358,30 @@ TEST_CASE("kernel tables: a malformed table is an Error naming the file, the fie
   e = error_of([&] { parse(replaced(kSmallTable, "latency_us: [10, 100]", "latency_us: [10, fast]")); });
   CHECK(contains(e, "collectives.series[0].latency_us[1]"));
   CHECK(contains(e, "fast"));
+}
+
+TEST_CASE("collectives inside a node are priced from the measured NCCL table; an overridden NVLink falls back to the curve") {
+  HardwareProfile hw = load_hardware("h100-sxm-80g");
+  GroupPlacement eight;
+  eight.size = 8;
+  eight.ranks_per_node = 8;
+  const Bytes message = 256.0 * 1024 * 1024;
+  const KernelTables* tables = kernel_tables_for("h100-sxm-80g");
+  REQUIRE(tables);
+  const auto measured = tables->collective_time(Collective::AllReduce, 8, message);
+  REQUIRE(measured);
+  CHECK(collective_time(Collective::AllReduce, message, eight, hw) == doctest::Approx(*measured));
+  ClusterOverrides same, other;
+  same.intra_node_bandwidth = hw.intra_node_bandwidth;  // a plan file restating the profile's value
+  other.intra_node_bandwidth = hw.intra_node_bandwidth / 2;
+  HardwareProfile restated = hw, halved = hw;
+  apply_overrides(restated, same);
+  apply_overrides(halved, other);
+  CHECK(collective_time(Collective::AllReduce, message, eight, restated) == doctest::Approx(*measured));
+  CHECK(collective_time(Collective::AllReduce, message, eight, halved) > 1.5 * *measured);
+  // Across nodes there is no table: the profile's curve.
+  GroupPlacement across = eight;
+  across.size = 16;
+  across.crosses_nodes = true;
+  CHECK(collective_time(Collective::AllReduce, message, across, hw) > *measured);
 }
