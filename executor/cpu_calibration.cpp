@@ -52,7 +52,8 @@ std::vector<GemmSample> measure_gemms(Backend& cpu) {
     for (long n : {16L, 64L, 128L, 256L})
       for (long k : {16L, 64L, 128L, 256L}) shapes.push_back({m, n, k});
   for (long x : {384L, 512L, 768L}) shapes.push_back({x, x, x});
-  for (const auto& [m, n, k] : shapes) {
+  for (const auto& shape : shapes) {
+    const long m = shape[0], n = shape[1], k = shape[2];  // not a structured binding: lambdas capture these (clang 14)
     std::vector<float> a(m * k, 0.5f), b(k * n, 0.25f), c(m * n, 0.f);
     const Seconds t = best_time([&] { cpu.gemm(false, false, m, n, k, 1.0f, a.data(), b.data(), 0.0f, c.data()); });
     out.push_back({m, n, k, t, 2.0 * double(m) * double(n) * double(k) / t});

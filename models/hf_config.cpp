@@ -276,6 +276,8 @@ ModelSpec parse_hf_config(const std::string& json_text, const std::string& sourc
   } catch (const json::parse_error& e) {
     throw Error(source + ":" + line_and_column(json_text, e.byte) + ": malformed JSON (byte " + std::to_string(e.byte) +
                 "): " + e.what());
+  } catch (const json::exception& e) {  // e.g. a number too large for a double (out_of_range.406)
+    throw Error(source + ": malformed JSON: " + e.what());
   }
   if (!root.is_object()) throw Error(source + ": a config.json must be a JSON object");
   ConfigReader cfg(root, source);

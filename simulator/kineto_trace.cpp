@@ -209,7 +209,7 @@ KinetoTrace parse_kineto_trace(const std::string& text, const std::string& sourc
   json doc;
   try {
     doc = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // syntax, or a number too large for a double
     malformed(source, std::string("invalid JSON (") + e.what() + ")");
   }
   if (!doc.is_object() || !doc.contains("traceEvents") || !doc["traceEvents"].is_array())

@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Fuzzes every input format for SECONDS each: builds the libFuzzer targets (clang, ASan + UBSan)
 # into build-fuzz/, seeds each corpus from the repository's own files, runs each target and prints
-# one line per target (executions, corpus size, findings). Exits non-zero on any finding; findings
-# are kept in build-fuzz/findings/TARGET/ (copy them to tests/fuzz/regressions/TARGET/ once fixed).
+# one line per target (executions, corpus size, findings). Exits non-zero on any finding; a run's
+# findings are kept in build-fuzz/findings/TARGET/ (copy them to tests/fuzz/regressions/TARGET/,
+# where the test 'fuzz: ...' replays them, once fixed).
 # Usage: tools/fuzz.sh SECONDS [TARGET...]
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 seconds=${1:?usage: tools/fuzz.sh SECONDS [TARGET...]}
 shift
 build=${SIXFOLD_FUZZ_BUILD_DIR:-$root/build-fuzz}
+# validation_rows (rows scored by simulator/validation.cpp) runs when named: tests/fuzz/README.md.
 all_targets=(plan_yaml model_yaml hardware_yaml hf_config validation_csv kineto_trace cli_args)
 if [ $# -gt 0 ]; then targets=("$@"); else targets=("${all_targets[@]}"); fi
 
@@ -19,7 +21,7 @@ if ! command -v clang++ >/dev/null; then
   $sudo_cmd apt-get update -qq >&2
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq clang >&2
 fi
-bash "$root/tools/setup.sh" >/dev/null 2>&1 || true  # the libraries the build needs (not the build itself)
+# The libraries are the normal build's: run tools/setup.sh once on a fresh machine.
 
 flags="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -g -O1"
 if [ ! -f "$build/build.ninja" ]; then
@@ -50,6 +52,8 @@ for csv in "$root"/data/validation/*.csv; do
   head -3 "$csv" > "$build/corpus/validation_csv/$(basename "$csv")"
 done
 seed validation_csv
+mkdir -p "$build/corpus/validation_rows"
+cp -n "$build/corpus/validation_csv"/* "$build/corpus/validation_rows/" 2>/dev/null || true
 # A plan file as `plan --export` writes it.
 "$build/sixfold" plan --scenario default --refine 0 --export "$build/corpus/plan_yaml/exported-plan.yaml" \
   >/dev/null 2>&1 || true
@@ -58,7 +62,8 @@ dict="$root/tests/fuzz/yaml.dict"
 status=0
 printf '%-15s %9s %12s %8s %8s\n' target seconds executions corpus findings
 for target in "${targets[@]}"; do
-  findings="$build/findings/$target"
+  findings="$build/findings/$target"  # this run's findings only
+  rm -rf "$findings"
   mkdir -p "$findings"
   log="$build/fuzz-$target.log"
   extra=()
@@ -68,7 +73,7 @@ for target in "${targets[@]}"; do
   esac
   set +e
   ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1 \
-    "$build/fuzz_$target" "$build/corpus/$target" -max_total_time="$seconds" -timeout=30 -rss_limit_mb=4096 \
+    "$build/tests/fuzz/fuzz_$target" "$build/corpus/$target" -max_total_time="$seconds" -timeout=30 -rss_limit_mb=4096 \
     -max_len=65536 -artifact_prefix="$findings/" -print_final_stats=1 "${extra[@]}" > "$log" 2>&1
   rc=$?
   set -e

@@ -372,5 +372,5 @@ TEST_CASE("bad pipeline-split and MTP input: the constraint by name, exit 2, and
   r = run_sixfold("predict --scenario " + yaml);
   CHECK(r.code == 1);
   CHECK(contains(r.output, "bad-mtp.yaml:5"));
-  CHECK(contains(r.output, "mtp_num_layers'"));
+  CHECK(contains(r.output, "field 'workload.mtp_num_layers': '-1' is out of range"));
 }

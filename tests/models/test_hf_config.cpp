@@ -225,3 +225,8 @@ TEST_CASE("load_model reports a missing file as a file it cannot open, a misspel
   msg = message_of<UsageError>([] { load_model("lama3-8b"); });
   CHECK(contains(msg, "did you mean 'llama3-8b'?"));
 }
+
+TEST_CASE("a number too large for a double is malformed JSON, not an escaping exception") {
+  const std::string text = "{\"model_type\": \"llama\", \"intermediate_size\": 3e5248}";
+  CHECK(contains(message_of<Error>([&] { parse_hf_config(text, "big.json", "m"); }), "big.json: malformed JSON"));
+}
