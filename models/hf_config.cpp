@@ -127,8 +127,17 @@ std::string line_and_column(const std::string& text, std::size_t byte) {
 // Rotary settings come in two styles: transformers <= 4.x writes rope_theta / rope_scaling /
 // partial_rotary_factor at the top level, newer versions group them in rope_parameters. Only the
 // rotated share matters to the cost model; theta and scaling are checked for type and not kept.
-double rotary_fraction_of(const ConfigReader& cfg, const json& root, double fallback) {
-  cfg.number("rope_theta", 0.0);
+double rotary_fraction_of(const ConfigReader& cfg, const json& root, double fallback, ModelSpec* m = nullptr) {
+  const double theta = cfg.number("rope_theta", 0.0);
+  if (m && theta > 0) m->rope_theta = theta;
+  // Llama 3.1's frequency scaling ({"rope_type": "llama3", "factor": 8, ...}).
+  if (const json* scaling = cfg.find("rope_scaling"); m && scaling && scaling->is_object()) {
+    const auto type = scaling->find("rope_type") != scaling->end() ? scaling->find("rope_type") : scaling->find("type");
+    const auto factor = scaling->find("factor");
+    if (type != scaling->end() && type->is_string() && type->get<std::string>() == "llama3" && factor != scaling->end() &&
+        factor->is_number())
+      m->rope_scaling_factor = factor->get<double>();
+  }
   if (const json* scaling = cfg.find("rope_scaling"); scaling && !scaling->is_object())
     cfg.fail("rope_scaling", "expected an object, got " + scaling->dump());
   double fraction = cfg.number("partial_rotary_factor", fallback);
@@ -143,8 +152,10 @@ double rotary_fraction_of(const ConfigReader& cfg, const json& root, double fall
           break;
         }
     }
-    if (auto it = main->find("rope_theta"); it != main->end() && !it->is_null())
-      cfg.as_number(*it, "rope_parameters.rope_theta");
+    if (auto it = main->find("rope_theta"); it != main->end() && !it->is_null()) {
+      const double t = cfg.as_number(*it, "rope_parameters.rope_theta");
+      if (m && t > 0) m->rope_theta = t;
+    }
     if (auto it = main->find("partial_rotary_factor"); it != main->end() && !it->is_null())
       fraction = cfg.as_number(*it, "rope_parameters.partial_rotary_factor");
   }
@@ -174,6 +185,8 @@ void read_common(const ConfigReader& cfg, ModelSpec& m) {
   m.head_dim = static_cast<int>(cfg.count("head_dim", "head_dim", m.hidden / m.heads));
   // Released configs set these to 0.0 (inference defaults); a fine-tuning config may not.
   m.dropout = cfg.number("attention_dropout", 0.0) > 0 || cfg.number("hidden_dropout", 0.0) > 0;
+  const double eps = cfg.find("rms_norm_eps") ? cfg.number("rms_norm_eps", 1e-5) : cfg.number("layer_norm_eps", 1e-5);
+  if (eps > 0) m.norm_eps = eps;
 }
 
 // Llama-style decoders: RMSNorm, gated SiLU MLP (SwiGLU), RoPE.
@@ -182,7 +195,7 @@ void read_llama_like(const ConfigReader& cfg, const json& root, ModelSpec& m) {
   check_activation(cfg, {"silu", "swish"});
   m.norm = NormKind::RMSNorm;
   m.activation = Activation::SwiGLU;
-  m.rotary_fraction = rotary_fraction_of(cfg, root, 1.0);
+  m.rotary_fraction = rotary_fraction_of(cfg, root, 1.0, &m);
   // attention_bias puts a bias on q, k, v and o (LlamaAttention); ModelSpec keeps the q, k, v
   // part, the o bias (hidden parameters per layer) is not represented.
   m.qkv_bias = cfg.boolean("attention_bias", false);
@@ -196,7 +209,7 @@ void read_gpt_neox(const ConfigReader& cfg, const json& root, ModelSpec& m) {
   m.activation = Activation::GELU;
   // GPTNeoXConfig defaults: use_parallel_residual true, rotary_pct 0.25; biases on every linear.
   m.parallel_residual = cfg.boolean("use_parallel_residual", true);
-  double fraction = rotary_fraction_of(cfg, root, 0.25);
+  double fraction = rotary_fraction_of(cfg, root, 0.25, &m);
   if (cfg.find("rotary_pct")) fraction = cfg.number("rotary_pct", fraction);
   m.rotary_fraction = fraction;
   m.linear_bias = true;
@@ -240,7 +253,7 @@ void read_deepseek(const ConfigReader& cfg, const json& root, ModelSpec& m, bool
   a.qk_rope_head_dim = static_cast<int>(cfg.count("qk_rope_head_dim", "mla.qk_rope_head_dim"));
   a.v_head_dim = static_cast<int>(cfg.count("v_head_dim", "mla.v_head_dim"));
   m.head_dim = a.qk_nope_head_dim + a.qk_rope_head_dim;
-  rotary_fraction_of(cfg, root, 1.0);
+  rotary_fraction_of(cfg, root, 1.0, &m);
   // RoPE touches only the decoupled rope part of each query/key head.
   m.rotary_fraction = m.head_dim > 0 ? double(a.qk_rope_head_dim) / m.head_dim : 0.0;
   if (cfg.find("n_routed_experts")) {

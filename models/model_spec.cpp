@@ -189,6 +189,10 @@ void validate_model(const ModelSpec& m, const std::string& source) {
   if (m.head_dim <= 0 && !m.mla.enabled) fail("head_dim", "must be positive");
   if (m.ffn <= 0 && (!m.moe.enabled() || m.moe.first_k_dense > 0)) fail("ffn", "must be positive");
   if (!(m.rotary_fraction >= 0 && m.rotary_fraction <= 1)) fail("rotary_fraction", "must be within [0, 1]");
+  if (!(m.rope_theta >= 1 && m.rope_theta <= 1e9)) fail("rope_theta", "must be within [1, 1e9]");
+  if (!(m.rope_scaling_factor == 0 || (m.rope_scaling_factor >= 1 && m.rope_scaling_factor <= 1024)))
+    fail("rope_scaling_factor", "must be 0 (none) or within [1, 1024]");
+  if (!(m.norm_eps > 0 && m.norm_eps <= 1e-2)) fail("norm_eps", "must be within (0, 0.01]");
   if (m.learned_positions && m.max_seq <= 0) fail("max_seq", "must be positive with learned_positions (rows of the position table)");
   if (m.moe.enabled()) {
     if (m.moe.top_k <= 0 || m.moe.top_k > m.moe.num_experts)

@@ -49,6 +49,10 @@ struct ModelSpec {
   Activation activation = Activation::SwiGLU;
   bool parallel_residual = false;  // GPT-NeoX: attention and MLP read the same input
   double rotary_fraction = 1.0;    // share of head_dim that RoPE rotates (Pythia: 0.25); 0: learned/absolute
+  // Not priced, but needed to run the model and load its checkpoint: exported to the frameworks.
+  double rope_theta = 10000;       // RoPE base (Llama 3: 500000, Qwen: 1e6)
+  double rope_scaling_factor = 0;  // Llama 3.1's RoPE frequency scaling factor (8); 0: none
+  double norm_eps = 1e-5;          // epsilon of every RMSNorm/LayerNorm (Qwen, DeepSeek: 1e-6)
   bool qkv_bias = false;           // bias on q, k, v (Qwen2, GPT-NeoX)
   bool linear_bias = false;        // bias on every linear layer (GPT-NeoX, GPT-2/3)
   bool qk_norm = false;            // per-head RMSNorm on q and k (Qwen3)

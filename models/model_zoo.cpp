@@ -108,6 +108,7 @@ ModelSpec parse_model_yaml(const std::string& text, const std::string& source) {
   reject_unknown_fields(doc, root, "",
                         {"name", "source", "layers", "hidden", "ffn", "heads", "kv_heads", "head_dim", "vocab",
                          "max_seq", "tied_embeddings", "norm", "activation", "parallel_residual", "rotary_fraction",
+                         "rope_theta", "rope_scaling_factor", "norm_eps",
                          "qkv_bias", "linear_bias", "qk_norm", "learned_positions", "dropout", "moe", "mla"});
   ModelSpec m;
   m.name = optional<std::string>(doc, root, "name", stem_of(source));
@@ -122,6 +123,9 @@ ModelSpec parse_model_yaml(const std::string& text, const std::string& source) {
   m.activation = parse_activation(doc, root);
   m.parallel_residual = optional<bool>(doc, root, "parallel_residual", false);
   m.rotary_fraction = yaml_number(doc, root, "rotary_fraction", 0.0, 1.0, 1.0);
+  m.rope_theta = yaml_number(doc, root, "rope_theta", 1.0, 1e9, 10000.0);
+  m.rope_scaling_factor = yaml_number(doc, root, "rope_scaling_factor", 0.0, 1024.0, 0.0);
+  m.norm_eps = yaml_number(doc, root, "norm_eps", 1e-12, 1e-2, 1e-5);
   m.qkv_bias = optional<bool>(doc, root, "qkv_bias", false);
   m.linear_bias = optional<bool>(doc, root, "linear_bias", false);
   m.qk_norm = optional<bool>(doc, root, "qk_norm", false);

@@ -3,6 +3,8 @@
 #include <algorithm>
 
 #include <nlohmann/json.hpp>
+#include <map>
+#include <cmath>
 #include <sstream>
 
 #include "common/error.hpp"
@@ -102,11 +104,24 @@ std::string export_megatron(const Scenario& s) {
   flag("--seq-length", n(s.work.seq));
   flag("--max-position-embeddings", n(std::max<Count>(s.work.seq, m.max_seq)));
   if (m.norm == NormKind::RMSNorm) flag("--normalization", "RMSNorm");
+  {
+    std::ostringstream eps;
+    eps << m.norm_eps;
+    flag("--norm-epsilon", eps.str());
+  }
   if (m.activation == Activation::SwiGLU) flag("--swiglu");
   if (m.rotary_fraction > 0 && !m.learned_positions) {
     flag("--position-embedding-type", "rope");
     // MLA ropes only its qk-pos-emb part, which --qk-pos-emb-head-dim already says.
     if (m.rotary_fraction < 1 && !m.mla.enabled) flag("--rotary-percent", std::to_string(m.rotary_fraction).substr(0, 4));
+    // Megatron's --rotary-base is an integer (arguments.py, type=int).
+    flag("--rotary-base", n(Count(std::llround(m.rope_theta))));
+    if (m.rope_scaling_factor > 0) {
+      flag("--use-rope-scaling");
+      std::ostringstream f;
+      f << m.rope_scaling_factor;
+      flag("--rope-scaling-factor", f.str());
+    }
   }
   if (!m.tied_embeddings) flag("--untie-embeddings-and-output-weights");
   if (m.moe.enabled()) {
@@ -264,7 +279,21 @@ std::string export_torchtitan(const Scenario& s) {
   if (s.work.mtp_layers > 0) refuse("torchtitan", "multi-token prediction (Megatron's --mtp-num-layers)");
   std::ostringstream o;
   o << "# torchtitan job config for " << s.model.name << " on " << s.gpus << " GPUs (sixfold plan)\n";
-  o << "[parallelism]\n";
+  // torchtitan builds a model from a registered name and flavor (torchtitan/models/*/__init__.py).
+  static const std::map<std::string, std::pair<std::string, std::string>> flavors = {
+      {"llama3-8b", {"llama3", "8B"}}, {"llama3-70b", {"llama3", "70B"}}, {"llama3.1-405b", {"llama3", "405B"}},
+      {"deepseek-v3", {"deepseek_v3", "671B"}}};
+  o << "[model]\n";
+  if (auto it = flavors.find(s.model.name); it != flavors.end()) {
+    o << "name = \"" << it->second.first << "\"\n";
+    o << "flavor = \"" << it->second.second << "\"\n";
+  } else {
+    o << "# no registered torchtitan flavor has this architecture: register one with dim = " << s.model.hidden
+      << ", n_layers = " << s.model.layers << ", n_heads = " << s.model.heads << ", n_kv_heads = " << s.model.kv_heads
+      << ", vocab_size = " << s.model.vocab << ", rope_theta = " << s.model.rope_theta << ", norm_eps = " << s.model.norm_eps
+      << " and name it here\n";
+  }
+  o << "\n[parallelism]\n";
   o << "data_parallel_replicate_degree = " << (l.zero == 3 ? 1 : l.dp) << "\n";
   o << "data_parallel_shard_degree = " << (l.zero == 3 ? l.dp : 1) << "\n";
   o << "tensor_parallel_degree = " << l.tp << "\n";

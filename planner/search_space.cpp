@@ -50,6 +50,9 @@ void restrict_to_framework(SearchOptions& o, Framework f) {
     drop(o.recompute, [](Recompute r) { return r == Recompute::Selective; });
   } else {
     drop(o.recompute, [](Recompute r) { return r == Recompute::SelectiveOp; });
+    // Zero-bubble pipelines are not in Megatron-LM (they live in the sail-sg fork) nor in
+    // DeepSpeed's pipeline engine; PyTorch's pipelining (torchtitan) has them.
+    drop(o.schedules, [](Schedule s) { return s == Schedule::ZeroBubble; });
   }
 }
 

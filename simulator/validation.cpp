@@ -44,6 +44,12 @@ void check_cells(const CsvTable& t) {
       const auto x = number(v);
       if (!x || !std::isfinite(*x) || *x < 0 || *x != std::floor(*x) || *x > 1e15)
         throw Error(where(r, col, v) + " is not a count (a non-negative integer, empty or 'unknown')");
+      // Sizes and degrees are at least 1 where stated (0 is allowed for sp, zero and the MoE
+      // fields, where it means off or dense).
+      const std::string c = col;
+      const bool may_be_zero = c == "sp" || c == "zero" || c == "experts" || c == "topk" || c == "moe_ffn" || c == "ffn";
+      if (*x < 1 && !may_be_zero) throw Error(where(r, col, v) + " must be at least 1 (or empty / 'unknown')");
+      if (*x > 1e9 && c != "vocab") throw Error(where(r, col, v) + " is out of range (at most 1e9)");
     }
     for (const std::string& col : validation_metrics()) {
       const std::string& v = t.field(r, col);
@@ -201,7 +207,11 @@ Scenario scenario_from_row(const CsvTable& t, size_t r, const HardwareLookup& lo
   l.pp = int(as_int(t, r, "pp", 1));
   l.cp = int(as_int(t, r, "cp", 1));
   l.ep = std::max(1, int(as_int(t, r, "ep", 1)));
-  l.dp = int(as_int(t, r, "dp", s.gpus / std::max(1, l.tp * l.pp * l.cp)));
+  const long model_parallel = long(l.tp) * l.pp * l.cp;
+  if (!stated(t, r, "dp") && (model_parallel <= 0 || s.gpus % model_parallel != 0 || s.gpus < model_parallel))
+    throw Error("dp not stated and gpus " + std::to_string(s.gpus) + " is not a multiple of tp*pp*cp = " +
+                std::to_string(model_parallel));
+  l.dp = int(as_int(t, r, "dp", s.gpus / std::max(1L, model_parallel)));
   l.vpp = int(as_int(t, r, "vpp", 1));
   if (l.vpp > 1) l.schedule = Schedule::Interleaved;
   l.sp = as_int(t, r, "sp", 0) == 1;

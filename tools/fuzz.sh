@@ -10,8 +10,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 seconds=${1:?usage: tools/fuzz.sh SECONDS [TARGET...]}
 shift
 build=${SIXFOLD_FUZZ_BUILD_DIR:-$root/build-fuzz}
-# validation_rows (rows scored by simulator/validation.cpp) runs when named: tests/fuzz/README.md.
-all_targets=(plan_yaml model_yaml hardware_yaml hf_config validation_csv kineto_trace cli_args)
+all_targets=(plan_yaml model_yaml hardware_yaml hf_config validation_csv validation_rows kineto_trace cli_args)
 if [ $# -gt 0 ]; then targets=("$@"); else targets=("${all_targets[@]}"); fi
 
 if ! command -v clang++ >/dev/null; then

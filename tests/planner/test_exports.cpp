@@ -77,7 +77,9 @@ TEST_CASE("Megatron-LM flags are names megatron/training/arguments.py defines") 
       "--moe-expert-capacity-factor", "--moe-grouped-gemm", "--moe-token-dispatcher-type",
       "--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split",
       "--num-virtual-stages-per-pipeline-rank", "--mtp-num-layers", "--activation-func-fp8-input-store",
-      "--use-megatron-fsdp", "--data-parallel-sharding-strategy", "--no-gradient-accumulation-fusion", "--ckpt-format"};
+      "--use-megatron-fsdp", "--data-parallel-sharding-strategy", "--no-gradient-accumulation-fusion", "--ckpt-format",
+      // _add_network_size_args: RoPE base and Llama 3.1 scaling, the norm epsilon
+      "--rotary-base", "--use-rope-scaling", "--rope-scaling-factor", "--norm-epsilon"};
   Scenario s = llama_scenario();
   s.layout.dp_overlap = DpOverlap::Bucketed;
   const std::string text = export_megatron(s);
