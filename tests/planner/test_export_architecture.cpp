@@ -1,0 +1,75 @@
+// Exports carry what the architecture needs to run and load its checkpoint: the RoPE base and
+// Llama 3.1's scaling, the norm epsilon (Megatron), the model name and flavor (torchtitan); and
+// Megatron/DeepSpeed plans never recommend a schedule those frameworks do not have.
+#include <doctest/doctest.h>
+
+#include "models/hf_config.hpp"
+#include "models/model_zoo.hpp"
+#include "planner/exporters.hpp"
+#include "planner/search_space.hpp"
+
+#include <algorithm>
+
+using namespace sixfold;
+
+namespace {
+Scenario scenario(const std::string& model, int gpus, int tp, int pp, int zero) {
+  Scenario s;
+  s.model_name = model;
+  s.model = load_model(model);
+  s.hardware_name = "h100-sxm-80g";
+  s.hardware = load_hardware("h100-sxm-80g");
+  s.gpus = gpus;
+  s.work.seq = 4096;
+  s.work.global_batch = 256;
+  s.layout.tp = tp;
+  s.layout.pp = pp;
+  s.layout.zero = zero;
+  s.layout.dp = gpus / (tp * pp);
+  return s;
+}
+bool has(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
+}  // namespace
+
+TEST_CASE("Megatron flags carry the RoPE base, Llama 3.1's scaling and the norm epsilon") {
+  const std::string l8 = export_megatron(scenario("llama3-8b", 8, 1, 1, 1));
+  CHECK(has(l8, "--rotary-base 500000"));
+  CHECK(has(l8, "--norm-epsilon 1e-05"));
+  CHECK_FALSE(has(l8, "--use-rope-scaling"));
+  const std::string l405 = export_megatron(scenario("llama3.1-405b", 512, 8, 8, 1));
+  CHECK(has(l405, "--use-rope-scaling"));
+  CHECK(has(l405, "--rope-scaling-factor 8"));
+  const std::string qwen = export_megatron(scenario("qwen3-30b-a3b", 8, 1, 1, 1));
+  CHECK(has(qwen, "--rotary-base 1000000"));
+  CHECK(has(qwen, "--norm-epsilon 1e-06"));
+  // GPT-style learned positions have no RoPE base to write.
+  CHECK_FALSE(has(export_megatron(scenario("gpt3-175b", 64, 8, 8, 1)), "--rotary-base"));
+}
+
+TEST_CASE("torchtitan's TOML names the model and flavor, or says how to register one") {
+  const std::string l70 = export_torchtitan(scenario("llama3-70b", 64, 8, 1, 3));
+  CHECK(has(l70, "[model]\nname = \"llama3\"\nflavor = \"70B\""));
+  const std::string other = export_torchtitan(scenario("pythia-6.9b", 8, 1, 1, 3));
+  CHECK(has(other, "[model]\n# no registered torchtitan flavor"));
+}
+
+TEST_CASE("a Hugging Face config's rope_theta, llama3 rope_scaling and rms_norm_eps are read") {
+  const ModelSpec m = parse_hf_config(
+      R"({"model_type":"llama","hidden_size":256,"intermediate_size":688,"num_hidden_layers":2,"num_attention_heads":4,)"
+      R"("num_key_value_heads":2,"vocab_size":1000,"max_position_embeddings":256,"rms_norm_eps":1e-6,"rope_theta":500000.0,)"
+      R"("rope_scaling":{"rope_type":"llama3","factor":8.0,"low_freq_factor":1.0,"high_freq_factor":4.0,)"
+      R"("original_max_position_embeddings":8192}})",
+      "config.json", "tiny");
+  CHECK(m.rope_theta == 500000);
+  CHECK(m.rope_scaling_factor == 8);
+  CHECK(m.norm_eps == doctest::Approx(1e-6));
+}
+
+TEST_CASE("Megatron and DeepSpeed plans search no zero-bubble schedule; torchtitan's does") {
+  for (Framework f : {Framework::Megatron, Framework::DeepSpeed, Framework::Torchtitan}) {
+    SearchOptions o;
+    restrict_to_framework(o, f);
+    const bool zb = std::find(o.schedules.begin(), o.schedules.end(), Schedule::ZeroBubble) != o.schedules.end();
+    CHECK_MESSAGE(zb == (f == Framework::Torchtitan), to_string(f));
+  }
+}
