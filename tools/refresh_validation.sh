@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
-# Refreshes the project's copy of the measured validation runs (data/validation/) from the
-# shared set beside the checkout (../shared/validation, or the folder given as $1). Tests and
-# `sixfold validate` read only the copy, so a fresh clone with nothing beside it is complete.
+# Refreshes the project's copy of the measured validation runs (data/validation/) from a folder of
+# the same files (the team's shared validation set), given as the argument. Tests and `sixfold
+# validate` read only the copy, so a fresh clone with nothing beside it is complete.
+# Usage: tools/refresh_validation.sh FOLDER
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-from=${1:-$root/../shared/validation}
+if [ $# -ne 1 ]; then
+  echo "usage: tools/refresh_validation.sh FOLDER (the shared validation set: CSV files and README.md)" >&2
+  exit 2
+fi
+from=$1
 [ -d "$from" ] || { echo "refresh_validation: no folder $from" >&2; exit 2; }
 shopt -s nullglob
 files=("$from"/*.csv "$from"/README.md)
