@@ -231,7 +231,7 @@ FitResult fit_profile_to_runs(const CsvTable& runs, const std::string& hardware,
     // MFU or tokens/s for published runs (they are the same step time seen differently).
     int n = 0;
     double sum = 0;
-    for (const char* metric : {"iter_s", "tflops_hw", "tflops_model", "mfu_pct", "tokens_per_gpu_s"}) {
+    for (const char* metric : kThroughputMetrics) {
       auto it = rep.metrics.find(metric);
       if (it == rep.metrics.end()) continue;
       n += it->second.n;
