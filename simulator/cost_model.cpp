@@ -114,10 +114,16 @@ std::vector<StageTime> stage_times(const ModelSpec& model, const HardwareProfile
                              ? overlap::exposed_param_gather(dp.param_gather, s.forward, dp.reductions)
                              : dp.param_gather;
     const int layers = std::max(1, st.layers);
+    // What the compute loses to the collectives it hides (overlap::hiding_cost), per collective.
+    auto hiding = [&](Seconds total, Seconds exposed) { return overlap::hiding_cost(total, exposed, hw.overlap_slowdown); };
+    const Seconds reduce_cost = l.dp_overlap == DpOverlap::None
+                                    ? reduce_exposed
+                                    : reduce_exposed + hiding(dp.reductions_time(), reduce_exposed) + dp.flatten_copy;
+    const Seconds post_gather_cost = s.post_step_gather + hiding(dp.param_gather, s.post_step_gather);
     switch (l.zero) {
-      case 0: s.dp = reduce_exposed; break;
-      case 1: s.dp = reduce_exposed + s.post_step_gather; break;
-      case 2: s.dp = double(m) * reduce_exposed + s.post_step_gather; break;  // reduced every micro-batch
+      case 0: s.dp = reduce_cost; break;
+      case 1: s.dp = reduce_cost + post_gather_cost; break;
+      case 2: s.dp = double(m) * reduce_cost + post_gather_cost; break;  // reduced every micro-batch
       case 3: {
         const Seconds gather_b = dp.backward_gather_passes * dp.gather_pass;
         if (dp.synchronous) {  // every collective waits for the GPU and the GPU for it
@@ -125,17 +131,21 @@ std::vector<StageTime> stage_times(const ModelSpec& model, const HardwareProfile
           break;
         }
         const Seconds gather_f = overlap::exposed_param_gather(dp.gather_pass, f.compute, layers);
+        const Seconds gather_f_cost = gather_f + hiding(dp.gather_pass, gather_f);
         if (dp.gather_once) {
           // Gathered in the first forward and kept; gradients accumulate unsharded and are
           // reduce-scattered once, during the last backward.
-          s.dp = gather_f + overlap::exposed_grad_reduction(DpOverlap::PerLayer, dp.reductions_time(), window, dp.reductions);
+          const Seconds reduce =
+              overlap::exposed_grad_reduction(DpOverlap::PerLayer, dp.reductions_time(), window, dp.reductions);
+          s.dp = gather_f_cost + reduce + hiding(dp.reductions_time(), reduce);
           break;
         }
         // In the backward the parameter gathers and the gradient reduce-scatters share the same
         // link, so they hide behind the backward together, not each on its own.
         const Seconds backward =
             overlap::exposed_zero3_backward(l.dp_overlap, gather_b, dp.reductions_time(), window, layers);
-        s.dp = double(m) * (gather_f + backward) + overlap::zero3_step_tail(dp.reductions_time(), dp.reductions);
+        const Seconds backward_cost = backward + hiding(gather_b + dp.reductions_time(), backward);
+        s.dp = double(m) * (gather_f_cost + backward_cost) + overlap::zero3_step_tail(dp.reductions_time(), dp.reductions);
         break;
       }
     }

@@ -65,6 +65,7 @@ DpTraffic dp_traffic(const ModelSpec& model, const HardwareProfile& hw, const Wo
     }
   } else if (l.dp_overlap == DpOverlap::PerLayer) {
     t.reductions = layers;
+    t.flatten_copy = 4.0 * (dense_grads + expert_grads) / (hw.memory_bandwidth * hw.memory_efficiency);
   } else if (l.dp_overlap == DpOverlap::Bucketed) {
     t.reductions = std::max(1, int(std::ceil((dense_grads + expert_grads) / gradient_bucket_bytes(l, work))));
   }

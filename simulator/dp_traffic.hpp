@@ -22,6 +22,12 @@ struct DpTraffic {
   // Host time of one pass's per-tensor fetches (DeepSpeed's ZeRO-3 module hooks), spent on the
   // compute stream's critical path: the hook waits for its gather before the module runs.
   Seconds fetch_host = 0;
+  // Per-layer reduction by hand (a backward hook per layer, the seed paper's variant): the layer's
+  // gradient tensors are flattened into one buffer for the collective and the result copied back,
+  // two extra read+write passes over the gradients on the compute stream, per gradient pass. DDP's
+  // buckets are views of the gradients (gradient_as_bucket_view) and FSDP's flat parameters own
+  // their gradient buffer: neither copies, so this is 0 for them and for ZeRO-3.
+  Seconds flatten_copy = 0;
   Seconds reductions_time() const { return reductions * reduction; }
 };
 

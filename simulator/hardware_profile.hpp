@@ -63,6 +63,11 @@ struct HardwareProfile {
   // fitted on measured runs (sixfold calibrate --cv source reports it out of source;
   // bench/RESULTS.md). 1 = the microbenchmark's rate.
   double kernel_slowdown = 1.0;
+  // Share of a hidden collective's time that the compute it hides behind still loses (SMs held by
+  // NCCL channels, HBM and L2 shared): overlap::hiding_cost. Prior 0.189, the mean compute
+  // slowdown under overlapped communication that Lee et al. 2025 (arXiv 2507.03114) measured on
+  // A100 and H100; fittable like the other framework terms (sixfold calibrate --cv source).
+  double overlap_slowdown = 0.189;
   double dispatch_overlap = 0;           // share of min(host, GPU) time of an op list that hides behind the other
   std::map<std::string, std::string> provenance;
 

@@ -46,7 +46,12 @@ OpListCost price_op_list(const std::vector<Op>& ops, size_t recompute_ops, const
       if (op.weight_grad) c.weight_grad += dt;
       // A CP ring exchange runs alongside the attention that follows it.
       if (pending_ring > 0) {
-        c.cp_exposed += op.overlaps_previous ? overlap::exposed_cp(pending_ring, dt) : pending_ring;
+        if (op.overlaps_previous) {
+          const Seconds exposed = overlap::exposed_cp(pending_ring, dt);
+          c.cp_exposed += exposed + overlap::hiding_cost(pending_ring, exposed, pricer.hardware().overlap_slowdown);
+        } else {
+          c.cp_exposed += pending_ring;
+        }
         pending_ring = 0;
       }
     } else if (op.group == Group::TP) {
@@ -62,9 +67,10 @@ OpListCost price_op_list(const std::vector<Op>& ops, size_t recompute_ops, const
     previous_gemm = gemm;
   }
   c.cp_exposed += pending_ring;
-  c.tp_exposed = overlap::exposed_tp(c.tp_raw, tp_hidable, tp_overlap);
-  const Seconds gpu = c.duration();
   const HardwareProfile& hw = pricer.hardware();
+  c.tp_exposed = overlap::exposed_tp(c.tp_raw, tp_hidable, tp_overlap);
+  c.tp_exposed += overlap::hiding_cost(c.tp_raw, c.tp_exposed, hw.overlap_slowdown);
+  const Seconds gpu = c.duration();
   const Seconds host = priced * hw.kernel_overhead;
   c.overhead = overlap::dispatch_bound(gpu, host, hw.dispatch_overlap) - gpu;
   return c;

@@ -22,6 +22,7 @@ double* field(HardwareProfile& hw, const std::string& path) {
   if (path == "intra_node.step_latency") return &hw.intra_node.step_latency;
   if (path == "dispatch_overlap") return &hw.dispatch_overlap;
   if (path == "kernel_slowdown") return &hw.kernel_slowdown;
+  if (path == "overlap_slowdown") return &hw.overlap_slowdown;
   if (path == "inter_node.peak_busbw") return &hw.inter_node.peak_busbw;
   if (path == "inter_node.latency") return &hw.inter_node.latency;
   throw Error("cannot fit profile field '" + path + "'");
@@ -42,7 +43,8 @@ std::vector<FitParameter> parameter_ranges(const HardwareProfile& base) {
           {"inter_node.latency", base.inter_node.latency, 2e-6, 500e-6},
           {"intra_node.step_latency", base.intra_node.step_latency, 0, 5.7e-6},
           {"dispatch_overlap", base.dispatch_overlap, 0, 1},
-          {"kernel_slowdown", base.kernel_slowdown, 1.0, 1.6}};
+          {"kernel_slowdown", base.kernel_slowdown, 1.0, 1.6},
+          {"overlap_slowdown", base.overlap_slowdown, 0, 0.6}};
 }
 
 // Coordinate descent on a log grid, narrowing each round. Correlated parameters (dispatch time
@@ -199,7 +201,8 @@ const std::vector<std::string>& fittable_parameters() {
   static const std::vector<std::string> names = {"gemm.max_efficiency", "gemm.half_dim",         "attention_efficiency",
                                                  "memory_efficiency",   "kernel_overhead",       "intra_node.peak_busbw",
                                                  "intra_node.latency",  "inter_node.peak_busbw", "inter_node.latency",
-                                                 "intra_node.step_latency", "dispatch_overlap", "kernel_slowdown"};
+                                                 "intra_node.step_latency", "dispatch_overlap", "kernel_slowdown",
+                                                 "overlap_slowdown"};
   return names;
 }
 

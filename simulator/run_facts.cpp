@@ -37,7 +37,7 @@ const Codebase kCodebases[] = {
     {"other", Framework::Megatron, false, false, "no codebase stated: Megatron-Core's behaviour, the common reference"},
 };
 
-enum class Setting { FlashAttention, DpOverlap, ModelFlopsCausalHalved, Zero3Synchronous };
+enum class Setting { FlashAttention, DpOverlap, ModelFlopsCausalHalved, Zero3Synchronous, SelectiveRecompute };
 
 // What a codebase did by default in [from, until) (yyyymm; 0 = open). "*" is every codebase.
 // min_pp / zero_at_most restrict an entry to layouts where the behaviour applied. Later entries
@@ -79,6 +79,16 @@ const DatedDefault kDatedDefaults[] = {
     {"deepspeed", 0, 202107, Setting::Zero3Synchronous, true, 1, 3,
      "DeepSpeed's ZeRO-3 synchronised the GPU before every parameter gather until PR #1188 (2021-06; issue #1069)"},
     {"megatron-deepspeed", 0, 202107, Setting::Zero3Synchronous, true, 1, 3, "as deepspeed"},
+    {"*", 0, 0, Setting::SelectiveRecompute, true, 1, 3,
+     "Megatron-Core --recompute-granularity selective, torchtitan activation_checkpoint.mode selective"},
+    {"*", 0, 202206, Setting::SelectiveRecompute, false, 1, 3,
+     "selective activation recompute was published in 2022-05 (Korthikanti et al., arXiv 2205.05198); before it, "
+     "Megatron-LM's --checkpoint-activations re-ran whole layers"},
+    {"deepspeed", 0, 0, Setting::SelectiveRecompute, false, 1, 3,
+     "the DeepSpeed engine's activation checkpointing (deepspeed.checkpointing.checkpoint) re-runs the function it "
+     "wraps whole: a layer"},
+    {"llm-foundry", 0, 0, Setting::SelectiveRecompute, false, 1, 3,
+     "Composer's FSDP activation checkpointing wraps whole blocks (activation_checkpointing: true)"},
 };
 
 bool dated_default(const RunFacts& f, Setting s, int pp, int zero) {
@@ -151,6 +161,7 @@ RunSettings run_settings(const RunFacts& f, int pp, int zero) {
   s.tp_overlap = f.tp_overlap.value_or(false);  // off unless a row says so: every framework's default
   s.filled_tp_overlap = !f.tp_overlap.has_value();
   s.model_flops_causal_halved = dated_default(f, Setting::ModelFlopsCausalHalved, pp, zero);
+  s.has_selective_recompute = dated_default(f, Setting::SelectiveRecompute, pp, zero);
   return s;
 }
 

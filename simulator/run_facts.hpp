@@ -38,6 +38,9 @@ struct RunSettings {
   bool model_flops_causal_halved = false;
   // "selective" recompute means op-level selective checkpointing (torchtitan's default "op").
   bool selective_is_op_level = false;
+  // Whether the codebase had a selective recompute at its date; without one an unstated policy is
+  // none or full (whole-layer checkpointing).
+  bool has_selective_recompute = true;
   // The global batch is dp x the stated local batch, and a pipeline splits that local batch into
   // one micro-batch per stage (torchtitan's defaults).
   bool local_batch_semantics = false;

@@ -51,6 +51,7 @@ PipelineInputs pipeline_inputs(const ModelSpec& model, const HardwareProfile& hw
   in.micro_batches = prog.micro_batches;
   in.zero = l.zero;
   in.dp_overlap = l.dp_overlap;
+  in.overlap_slowdown = hw.overlap_slowdown;
   const GroupPlacement pp_place = pricer.placement(Group::PP);
   in.pp_link = pp_place.crosses_nodes ? Link::InterNode : Link::IntraNode;
   in.dp_link = place_gradient_group(l, hw.gpus_per_node).crosses_nodes ||
@@ -77,7 +78,8 @@ PipelineInputs pipeline_inputs(const ModelSpec& model, const HardwareProfile& hw
     s.gather_once = dp.gather_once;
     // Megatron's overlapped parameter gather after the step hides behind the next step's first
     // forward: only what the closed form leaves exposed runs after the optimizer here.
-    s.post_step_gather = closed[si].post_step_gather;
+    s.post_step_gather = closed[si].post_step_gather +
+                         overlap::hiding_cost(dp.param_gather, closed[si].post_step_gather, hw.overlap_slowdown);
     for (int c = 0; c < v; ++c) {
       ChunkInputs ch;
       const double dense_layers = double(st.dense_layers) / v, moe_layers = double(st.moe_layers) / v;
@@ -107,6 +109,7 @@ PipelineInputs pipeline_inputs(const ModelSpec& model, const HardwareProfile& hw
       // Reductions spread over the chunks as evenly as whole reductions allow.
       ch.reductions = dp.reductions / v + (c < dp.reductions % v ? 1 : 0);
       ch.reduction = dp.reduction;
+      ch.reduction_copy = dp.flatten_copy / v;
       ch.param_gather = l.zero == 3 ? dp.gather_pass / v : 0;
       ch.param_gather_backward = dp.backward_gather_passes * ch.param_gather;
       if (l.zero == 3 && !dp.gather_once) {  // DeepSpeed's per-module fetches, as the closed form

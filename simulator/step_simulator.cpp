@@ -54,169 +54,210 @@ SimulationResult simulate_pipeline(const PipelineInputs& in) {
   const Phase grad_phase = split ? Phase::WeightGrad : Phase::Backward;
   const BlockIndex at{v, m};
   const size_t slots = size_t(p) * size_t(v) * size_t(m) * 3;
-  std::vector<int> block(slots, -1), send(slots, -1);
+  std::vector<int> block, send;
   EventSimulator sim;
-  std::vector<StageBookkeeping> book(static_cast<size_t>(p));
+  std::vector<StageBookkeeping> book;
+  std::vector<int> optimizer, post_gather;
 
   auto is_first_virtual = [&](int s, int c) { return s == 0 && c == 0; };
   auto is_last_virtual = [&](int s, int c) { return s == p - 1 && c == v - 1; };
 
-  for (int s = 0; s < p; ++s) {
-    const StageInputs& st = in.stages[size_t(s)];
-    const std::vector<ScheduledBlock> order = stage_order(in.schedule, p, v, m, s);
-    StageBookkeeping& bk = book[size_t(s)];
-    std::vector<int> grads_done(size_t(m), 0);  // gradient blocks finished per micro-batch (dp none)
-    int pending_send = -1;
-    int gather_next = -1;  // ZeRO-3: the prefetched gather of the next block
+  // Builds the step's task graph; `extra` lengthens compute blocks by task id (the cost of the
+  // collectives they hide, overlap::hiding_cost), empty for none. The same inputs give the same
+  // task ids, so a second build can be told what the first one's timeline overlapped.
+  auto build = [&](const std::vector<Seconds>& extra) {
+    block.assign(slots, -1);
+    send.assign(slots, -1);
+    sim = EventSimulator{};
+    book.assign(static_cast<size_t>(p), StageBookkeeping{});
+    for (int s = 0; s < p; ++s) {
+      const StageInputs& st = in.stages[size_t(s)];
+      const std::vector<ScheduledBlock> order = stage_order(in.schedule, p, v, m, s);
+      StageBookkeeping& bk = book[size_t(s)];
+      std::vector<int> grads_done(size_t(m), 0);  // gradient blocks finished per micro-batch (dp none)
+      int pending_send = -1;
+      int gather_next = -1;  // ZeRO-3: the prefetched gather of the next block
 
-    auto add_dp = [&](TaskKind kind, Seconds duration, int chunk, Count mb, int index) {
+      auto add_dp = [&](TaskKind kind, Seconds duration, int chunk, Count mb, int index) {
+        Task t;
+        t.rank = s;
+        t.stream = Stream::DP;
+        t.kind = kind;
+        t.link = in.dp_link;
+        t.chunk = chunk;
+        t.micro_batch = mb;
+        t.index = index;
+        t.duration = duration;
+        bk.last_dp = sim.add(t);
+        return bk.last_dp;
+      };
+      auto gather_for = [&](const ScheduledBlock& b) {
+        const ChunkInputs& ch = st.chunks[size_t(b.chunk)];
+        if (in.zero < 3 || ch.param_gather <= 0 || b.phase == Phase::WeightGrad) return -1;
+        if (st.gather_once && (b.phase != Phase::Forward || b.micro_batch != 0)) return -1;
+        const Seconds gather = b.phase == Phase::Forward ? ch.param_gather : ch.param_gather_backward;
+        return add_dp(TaskKind::ParamGather, gather, b.chunk, b.micro_batch, 0);
+      };
+
+      if (!order.empty()) gather_next = gather_for(order[0]);
+      for (size_t k = 0; k < order.size(); ++k) {
+        const ScheduledBlock& b = order[k];
+        const ChunkInputs& ch = st.chunks[size_t(b.chunk)];
+        Task t;
+        t.rank = s;
+        t.stream = Stream::Compute;
+        t.kind = kind_of(b.phase);
+        t.chunk = b.chunk;
+        t.micro_batch = b.micro_batch;
+        t.duration = cost_of(ch, b.phase).duration();
+        const bool reduce_now = b.phase == grad_phase && (st.reduce_every_micro_batch || b.micro_batch == m - 1);
+        if (reduce_now && in.dp_overlap != DpOverlap::None) t.duration += ch.reduction_copy;
+        if (size_t(sim.tasks().size()) < extra.size()) t.duration += extra[sim.tasks().size()];
+        const int id = sim.add(t);
+        block[at(s, b.chunk, b.micro_batch, b.phase)] = id;
+        bk.blocks.push_back(id);
+        if (pending_send >= 0) sim.depend(id, pending_send);  // blocking point-to-point (Megatron's default)
+        pending_send = -1;
+        bk.last_compute = id;
+
+        // ZeRO-3: the block starts once its first layer's parameters are gathered and cannot end
+        // before the last layer's are; a backward block's gather is prefetched one layer ahead, as
+        // this block's last layer starts (FSDP's backward prefetch).
+        // Synchronous ZeRO-3 (legacy DeepSpeed): the GPU waits for every collective and each
+        // collective for the GPU, so the block starts after its whole gather, its reductions run
+        // after it, and the next gather after those.
+        const bool sync = st.synchronous_dp;
+        if (gather_next >= 0) {
+          sim.depend(id, gather_next, sync ? 1.0 : 1.0 / std::max(1, ch.layers));
+          sim.finish_after(id, gather_next);
+        }
+        gather_next = -1;
+        auto prefetch_next = [&](int after_reduction) {
+          if (k + 1 >= order.size()) return;
+          gather_next = gather_for(order[k + 1]);
+          if (gather_next < 0) return;
+          // A forward's first gather is issued when that forward starts (FSDP prefetches within a
+          // pass, not across micro-batches), so it waits for this block to end.
+          const double issue_at =
+              sync || order[k + 1].phase == Phase::Forward ? 1.0 : 1.0 - 1.0 / std::max(1, ch.layers);
+          sim.depend(gather_next, id, issue_at);
+          if (after_reduction >= 0) sim.depend(gather_next, after_reduction);
+        };
+        if (!sync) prefetch_next(-1);
+
+        // Gradient reduction: per layer or bucket as the layers of this block finish (reverse order
+        // within the block, so the j-th reduction is ready after (j+1)/n of the block), on the last
+        // micro-batch only (DDP's no_sync) unless ZeRO-2/3 reduce every micro-batch.
+        int last_reduction = -1;
+        if (b.phase == grad_phase) {
+          if (in.dp_overlap == DpOverlap::None) {
+            if (++grads_done[size_t(b.micro_batch)] == v && reduce_now && st.full_reduction > 0)
+              sim.depend(last_reduction = add_dp(TaskKind::GradReduce, st.full_reduction, b.chunk, b.micro_batch, 0), id);
+          } else if (reduce_now && ch.reductions > 0 && ch.reduction > 0) {
+            for (int j = 0; j < ch.reductions; ++j)
+              sim.depend(last_reduction = add_dp(TaskKind::GradReduce, ch.reduction, b.chunk, b.micro_batch, j), id,
+                         sync ? 1.0 : double(j + 1) / ch.reductions);
+          }
+        }
+        if (sync) prefetch_next(last_reduction);
+
+        const bool sends = b.phase == Phase::Forward ? !is_last_virtual(s, b.chunk)
+                                                       : b.phase == Phase::Backward && !is_first_virtual(s, b.chunk);
+        if (sends && st.send > 0) {
+          Task x;
+          x.rank = s;
+          x.stream = Stream::PP;
+          x.kind = b.phase == Phase::Forward ? TaskKind::SendActivation : TaskKind::SendGradient;
+          x.link = in.pp_link;
+          x.chunk = b.chunk;
+          x.micro_batch = b.micro_batch;
+          x.duration = st.send;
+          const int sid = sim.add(x);
+          sim.depend(sid, id);
+          send[at(s, b.chunk, b.micro_batch, b.phase)] = sid;
+          pending_send = sid;
+          bk.last_compute = sid;
+        }
+      }
+    }
+
+    // Data flow between stages: a block waits for its producer's send (or the producer itself when
+    // sends are free).
+    auto producer = [&](int s, int c, Count mb, Phase ph) {
+      const size_t i = at(s, c, mb, ph);
+      return send[i] >= 0 ? send[i] : block[i];
+    };
+    for (int s = 0; s < p; ++s)
+      for (int c = 0; c < v; ++c)
+        for (Count mb = 0; mb < m; ++mb) {
+          const int f = block[at(s, c, mb, Phase::Forward)];
+          if (!is_first_virtual(s, c)) sim.depend(f, s > 0 ? producer(s - 1, c, mb, Phase::Forward) : producer(p - 1, c - 1, mb, Phase::Forward));
+          const int bwd = block[at(s, c, mb, Phase::Backward)];
+          if (is_last_virtual(s, c)) sim.depend(bwd, f);
+          else sim.depend(bwd, s < p - 1 ? producer(s + 1, c, mb, Phase::Backward) : producer(0, c + 1, mb, Phase::Backward));
+          if (split) sim.depend(block[at(s, c, mb, Phase::WeightGrad)], bwd);
+        }
+
+    // The optimizer step waits for every stage's gradients: the global gradient norm for clipping
+    // is an all-reduce over all ranks (Megatron-LM clip_grad_norm).
+    optimizer.assign(size_t(p), -1);
+    for (int s = 0; s < p; ++s) {
+      Task t;
+      t.rank = s;
+      t.kind = TaskKind::Optimizer;
+      t.duration = in.stages[size_t(s)].optimizer;
+      optimizer[size_t(s)] = sim.add(t);
+      for (const StageBookkeeping& other : book) {
+        if (other.last_compute >= 0) sim.depend(optimizer[size_t(s)], other.last_compute);
+        if (other.last_dp >= 0) sim.depend(optimizer[size_t(s)], other.last_dp);
+      }
+    }
+    post_gather.assign(size_t(p), -1);
+    for (int s = 0; s < p; ++s) {
+      const Seconds g = in.stages[size_t(s)].post_step_gather;
+      if (g <= 0) continue;
       Task t;
       t.rank = s;
       t.stream = Stream::DP;
-      t.kind = kind;
+      t.kind = TaskKind::ParamGather;
       t.link = in.dp_link;
-      t.chunk = chunk;
-      t.micro_batch = mb;
-      t.index = index;
-      t.duration = duration;
-      bk.last_dp = sim.add(t);
-      return bk.last_dp;
-    };
-    auto gather_for = [&](const ScheduledBlock& b) {
-      const ChunkInputs& ch = st.chunks[size_t(b.chunk)];
-      if (in.zero < 3 || ch.param_gather <= 0 || b.phase == Phase::WeightGrad) return -1;
-      if (st.gather_once && (b.phase != Phase::Forward || b.micro_batch != 0)) return -1;
-      const Seconds gather = b.phase == Phase::Forward ? ch.param_gather : ch.param_gather_backward;
-      return add_dp(TaskKind::ParamGather, gather, b.chunk, b.micro_batch, 0);
-    };
-
-    if (!order.empty()) gather_next = gather_for(order[0]);
-    for (size_t k = 0; k < order.size(); ++k) {
-      const ScheduledBlock& b = order[k];
-      const ChunkInputs& ch = st.chunks[size_t(b.chunk)];
-      Task t;
-      t.rank = s;
-      t.stream = Stream::Compute;
-      t.kind = kind_of(b.phase);
-      t.chunk = b.chunk;
-      t.micro_batch = b.micro_batch;
-      t.duration = cost_of(ch, b.phase).duration();
-      const int id = sim.add(t);
-      block[at(s, b.chunk, b.micro_batch, b.phase)] = id;
-      bk.blocks.push_back(id);
-      if (pending_send >= 0) sim.depend(id, pending_send);  // blocking point-to-point (Megatron's default)
-      pending_send = -1;
-      bk.last_compute = id;
-
-      // ZeRO-3: the block starts once its first layer's parameters are gathered and cannot end
-      // before the last layer's are; a backward block's gather is prefetched one layer ahead, as
-      // this block's last layer starts (FSDP's backward prefetch).
-      // Synchronous ZeRO-3 (legacy DeepSpeed): the GPU waits for every collective and each
-      // collective for the GPU, so the block starts after its whole gather, its reductions run
-      // after it, and the next gather after those.
-      const bool sync = st.synchronous_dp;
-      if (gather_next >= 0) {
-        sim.depend(id, gather_next, sync ? 1.0 : 1.0 / std::max(1, ch.layers));
-        sim.finish_after(id, gather_next);
-      }
-      gather_next = -1;
-      auto prefetch_next = [&](int after_reduction) {
-        if (k + 1 >= order.size()) return;
-        gather_next = gather_for(order[k + 1]);
-        if (gather_next < 0) return;
-        // A forward's first gather is issued when that forward starts (FSDP prefetches within a
-        // pass, not across micro-batches), so it waits for this block to end.
-        const double issue_at =
-            sync || order[k + 1].phase == Phase::Forward ? 1.0 : 1.0 - 1.0 / std::max(1, ch.layers);
-        sim.depend(gather_next, id, issue_at);
-        if (after_reduction >= 0) sim.depend(gather_next, after_reduction);
-      };
-      if (!sync) prefetch_next(-1);
-
-      // Gradient reduction: per layer or bucket as the layers of this block finish (reverse order
-      // within the block, so the j-th reduction is ready after (j+1)/n of the block), on the last
-      // micro-batch only (DDP's no_sync) unless ZeRO-2/3 reduce every micro-batch.
-      int last_reduction = -1;
-      if (b.phase == grad_phase) {
-        const bool reduce_now = st.reduce_every_micro_batch || b.micro_batch == m - 1;
-        if (in.dp_overlap == DpOverlap::None) {
-          if (++grads_done[size_t(b.micro_batch)] == v && reduce_now && st.full_reduction > 0)
-            sim.depend(last_reduction = add_dp(TaskKind::GradReduce, st.full_reduction, b.chunk, b.micro_batch, 0), id);
-        } else if (reduce_now && ch.reductions > 0 && ch.reduction > 0) {
-          for (int j = 0; j < ch.reductions; ++j)
-            sim.depend(last_reduction = add_dp(TaskKind::GradReduce, ch.reduction, b.chunk, b.micro_batch, j), id,
-                       sync ? 1.0 : double(j + 1) / ch.reductions);
-        }
-      }
-      if (sync) prefetch_next(last_reduction);
-
-      const bool sends = b.phase == Phase::Forward ? !is_last_virtual(s, b.chunk)
-                                                     : b.phase == Phase::Backward && !is_first_virtual(s, b.chunk);
-      if (sends && st.send > 0) {
-        Task x;
-        x.rank = s;
-        x.stream = Stream::PP;
-        x.kind = b.phase == Phase::Forward ? TaskKind::SendActivation : TaskKind::SendGradient;
-        x.link = in.pp_link;
-        x.chunk = b.chunk;
-        x.micro_batch = b.micro_batch;
-        x.duration = st.send;
-        const int sid = sim.add(x);
-        sim.depend(sid, id);
-        send[at(s, b.chunk, b.micro_batch, b.phase)] = sid;
-        pending_send = sid;
-        bk.last_compute = sid;
-      }
+      t.index = -1;
+      t.duration = g;
+      post_gather[size_t(s)] = sim.add(t);
+      sim.depend(post_gather[size_t(s)], optimizer[size_t(s)]);
     }
-  }
 
-  // Data flow between stages: a block waits for its producer's send (or the producer itself when
-  // sends are free).
-  auto producer = [&](int s, int c, Count mb, Phase ph) {
-    const size_t i = at(s, c, mb, ph);
-    return send[i] >= 0 ? send[i] : block[i];
+    sim.run();
   };
-  for (int s = 0; s < p; ++s)
-    for (int c = 0; c < v; ++c)
-      for (Count mb = 0; mb < m; ++mb) {
-        const int f = block[at(s, c, mb, Phase::Forward)];
-        if (!is_first_virtual(s, c)) sim.depend(f, s > 0 ? producer(s - 1, c, mb, Phase::Forward) : producer(p - 1, c - 1, mb, Phase::Forward));
-        const int bwd = block[at(s, c, mb, Phase::Backward)];
-        if (is_last_virtual(s, c)) sim.depend(bwd, f);
-        else sim.depend(bwd, s < p - 1 ? producer(s + 1, c, mb, Phase::Backward) : producer(0, c + 1, mb, Phase::Backward));
-        if (split) sim.depend(block[at(s, c, mb, Phase::WeightGrad)], bwd);
+
+  // Compute that runs under a DP collective is slower (overlap::hiding_cost): play the step once,
+  // measure how long each compute block overlapped its rank's DP stream, and play it again with
+  // each block lengthened by that overlap times the slowdown (one fixed-point step).
+  std::vector<Seconds> extra;
+  build(extra);
+  if (in.overlap_slowdown > 0) {
+    const std::vector<Task>& first = sim.tasks();
+    extra.assign(first.size(), 0.0);
+    bool any = false;
+    for (int s = 0; s < p; ++s) {
+      std::vector<std::pair<Seconds, Seconds>> dp;  // the DP stream, in time order
+      for (const Task& t : first)
+        if (t.rank == s && t.stream == Stream::DP && t.index >= 0 && t.end > t.start) dp.emplace_back(t.start, t.end);
+      std::sort(dp.begin(), dp.end());
+      size_t j = 0;
+      for (int id : book[size_t(s)].blocks) {  // compute blocks, in time order on one stream
+        const Task& b = first[size_t(id)];
+        while (j < dp.size() && dp[j].second <= b.start) ++j;
+        Seconds overlapped = 0;
+        for (size_t k = j; k < dp.size() && dp[k].first < b.end; ++k)
+          overlapped += std::max(0.0, std::min(b.end, dp[k].second) - std::max(b.start, dp[k].first));
+        extra[size_t(id)] = in.overlap_slowdown * overlapped;
+        any = any || overlapped > 0;
       }
-
-  // The optimizer step waits for every stage's gradients: the global gradient norm for clipping
-  // is an all-reduce over all ranks (Megatron-LM clip_grad_norm).
-  std::vector<int> optimizer(size_t(p), -1);
-  for (int s = 0; s < p; ++s) {
-    Task t;
-    t.rank = s;
-    t.kind = TaskKind::Optimizer;
-    t.duration = in.stages[size_t(s)].optimizer;
-    optimizer[size_t(s)] = sim.add(t);
-    for (const StageBookkeeping& other : book) {
-      if (other.last_compute >= 0) sim.depend(optimizer[size_t(s)], other.last_compute);
-      if (other.last_dp >= 0) sim.depend(optimizer[size_t(s)], other.last_dp);
     }
+    if (any) build(extra);
+    else extra.clear();
   }
-  std::vector<int> post_gather(size_t(p), -1);
-  for (int s = 0; s < p; ++s) {
-    const Seconds g = in.stages[size_t(s)].post_step_gather;
-    if (g <= 0) continue;
-    Task t;
-    t.rank = s;
-    t.stream = Stream::DP;
-    t.kind = TaskKind::ParamGather;
-    t.link = in.dp_link;
-    t.index = -1;
-    t.duration = g;
-    post_gather[size_t(s)] = sim.add(t);
-    sim.depend(post_gather[size_t(s)], optimizer[size_t(s)]);
-  }
-
-  sim.run();
   const std::vector<Task>& tasks = sim.tasks();
 
   SimulationResult r;
@@ -229,7 +270,7 @@ SimulationResult simulate_pipeline(const PipelineInputs& in) {
     ss.static_memory = st.static_memory;
     std::vector<std::pair<Seconds, Bytes>> deltas;     // activation memory changes
     std::vector<std::pair<Seconds, double>> in_flight;  // micro-batch (chunk) count changes
-    Seconds dp_waits = 0;
+    Seconds dp_waits = 0, hiding = 0;  // hiding: DP costs inside compute blocks
     for (int id : book[size_t(s)].blocks) {
       const Task& t = tasks[size_t(id)];
       const ChunkInputs& ch = st.chunks[size_t(t.chunk)];
@@ -237,6 +278,9 @@ SimulationResult simulate_pipeline(const PipelineInputs& in) {
                        : t.kind == TaskKind::Backward ? Phase::Backward
                                                       : Phase::WeightGrad;
       const BlockCost& c = cost_of(ch, ph);
+      // What the DP traffic added to the block: the compute lost to hidden collectives and
+      // per-layer flatten copies.
+      hiding += std::max(0.0, t.duration - c.duration());
       ss.compute += c.compute;
       ss.recompute += c.recompute;
       ss.dispatch_overhead += c.overhead;
@@ -270,7 +314,7 @@ SimulationResult simulate_pipeline(const PipelineInputs& in) {
     const Task& opt = tasks[size_t(optimizer[size_t(s)])];
     ss.optimizer = opt.end - opt.start;
     // Synchronous ZeRO-3 overlaps nothing: every collective is exposed.
-    ss.dp_comm = st.synchronous_dp ? dp_busy : dp_waits + std::max(0.0, dp_end - ss.compute_end);
+    ss.dp_comm = st.synchronous_dp ? dp_busy : hiding + dp_waits + std::max(0.0, dp_end - ss.compute_end);
     if (post_gather[size_t(s)] >= 0) ss.dp_comm += tasks[size_t(post_gather[size_t(s)])].end - opt.end;
     const Seconds busy = ss.compute + ss.dispatch_overhead + ss.tp_comm + ss.cp_comm + ss.ep_comm + ss.pp_comm + ss.dp_comm + ss.optimizer;
     ss.bubble = std::max(0.0, r.step_time - busy);

@@ -32,6 +32,7 @@ struct ChunkInputs {
   Bytes activations = 0;   // saved per micro-batch (fragmentation included) until its backward ends
   Seconds reduction = 0;   // one gradient reduction (layer or bucket) of this chunk
   int reductions = 0;      // how many of them per gradient pass of this chunk (0: no DP traffic)
+  Seconds reduction_copy = 0;  // compute-stream copies of a hand-written per-layer reduction (DpTraffic::flatten_copy)
   Seconds param_gather = 0;  // ZeRO-3: all-gather of this chunk's parameters before a forward block
   Seconds param_gather_backward = 0;  // and before a backward block (twice where recompute re-gathers)
   int layers = 1;            // transformer layers of the chunk (ZeRO-3 prefetches layer by layer)
@@ -56,6 +57,7 @@ struct PipelineInputs {
   DpOverlap dp_overlap = DpOverlap::None;  // None: one reduction after the stage's last backward
   Link pp_link = Link::None, dp_link = Link::None;
   std::vector<StageInputs> stages;
+  double overlap_slowdown = 0;  // HardwareProfile::overlap_slowdown: compute lost per second of hidden DP traffic
   bool record_tasks = true;  // keep the task list (for the trace); the benchmark turns it off
 };
 

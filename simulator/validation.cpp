@@ -285,9 +285,11 @@ ValidationReport validate_runs(const CsvTable& t, const ValidationOptions& opt) 
           policies.push_back({p, 0});
       };
       if (rc.empty() || rc == "unknown") {
-        for (Recompute c : kRecomputeOrder)
-          if ((c == Recompute::SelectiveOp) == run.selective_is_op_level || c == Recompute::None || c == Recompute::Full)
+        for (Recompute c : kRecomputeOrder) {
+          const bool selective = c == Recompute::Selective || c == Recompute::SelectiveOp;
+          if (!selective || (run.has_selective_recompute && (c == Recompute::SelectiveOp) == run.selective_is_op_level))
             add_policy(c);
+        }
       } else {
         const Recompute stated_policy = parse_recompute(rc);
         add_policy(stated_policy == Recompute::Selective && run.selective_is_op_level ? Recompute::SelectiveOp

@@ -2,6 +2,7 @@
 // with the group: each behaviour priced against the framework that lacks it.
 #include <doctest/doctest.h>
 
+
 #include <string>
 
 #include "common/error.hpp"
@@ -11,6 +12,7 @@
 #include "simulator/dp_traffic.hpp"
 #include "simulator/op_cost.hpp"
 #include "simulator/op_list_cost.hpp"
+#include "simulator/overlap_rules.hpp"
 #include "simulator/hardware_profile.hpp"
 #include "simulator/step_simulator.hpp"
 
@@ -336,7 +338,10 @@ TEST_CASE("TP overlap hides each collective behind the GEMM it is fused with, no
       const Seconds g = ops[partner].kind == OpKind::Gemm ? pricer.time(ops[partner]) : 0;
       expected += std::max(0.0, pricer.time(ops[i]) - g);
     }
+    // What is hidden is not free: the GEMMs under it lose overlap_slowdown of its time.
+    expected += overlap::hiding_cost(cost.tp_raw, expected, hw.overlap_slowdown);
     CAPTURE(link);
+    CHECK(hw.overlap_slowdown > 0);
     CHECK(cost.tp_exposed == doctest::Approx(expected));
     // Never less than hiding behind every GEMM of the layer would leave.
     CHECK(cost.tp_exposed >= std::max(0.0, cost.tp_raw - gemms) - 1e-12);

@@ -95,9 +95,9 @@ struct ValidateCommand {
     for (const auto& [reason, count] : rep.skip_reasons) std::printf("  skipped %4d: %s\n", count, reason.c_str());
     // How each kind of field was filled or read, in the words a user would check it by.
     const std::map<std::string, std::string> how = {
-        {"dp_overlap", "unstated: none, as the DeepSpeed engine without ZeRO reduces after the backward"},
-        {"framework", "read from the source and notes: torchtitan, or DeepSpeed; Megatron otherwise"},
-        {"tp_overlap", "on, with sequence parallelism, where the notes say TP-comm overlap or Async TP"},
+        {"dp_overlap", "unstated: the codebase's default at its date (simulator/run_facts.cpp)"},
+        {"attention", "unstated: the codebase's kernel at its date (simulator/run_facts.cpp)"},
+        {"tp_overlap", "unstated: off, every framework's default"},
         {"pipeline_micro_batches", "torchtitan splits the stated local batch into one micro-batch per stage"},
         {"model_flops", "the source's count: Megatron-Bridge halves causal attention's FLOPs"},
         {"vpp", "torchtitan's two stages per rank for an interleaved schedule whose stage count is unstated"},
