@@ -105,47 +105,52 @@ std::vector<StageTime> stage_times(const ModelSpec& model, const HardwareProfile
     // One micro-batch's backward as it runs, exposed TP/CP/EP communication included: the DP
     // stream keeps reducing while the compute stream waits on those (the simulator does the same).
     const Seconds window = b.duration();
-    const Seconds reduce_exposed = l.dp_overlap == DpOverlap::None
-                                       ? dp.full_reduction
-                                       : overlap::exposed_grad_reduction(l.dp_overlap, dp.reductions_time(), window, dp.reductions);
+    const double slow = hw.overlap_slowdown;
+    // Each collective's exposed time with the cost of what it hides (overlap::with_hiding_cost).
+    const Seconds reduce_cost =
+        l.dp_overlap == DpOverlap::None
+            ? dp.full_reduction
+            : overlap::with_hiding_cost(dp.reductions_time(), window, slow,
+                                        [&](Seconds w) {
+                                          return overlap::exposed_grad_reduction(l.dp_overlap, dp.reductions_time(), w,
+                                                                                 dp.reductions);
+                                        }) +
+                  dp.flatten_copy;
     // The updated parameters are gathered after the step; Megatron overlaps that with the next
     // forward, one bucket at a time, when DP overlap is on.
-    s.post_step_gather = fw.overlap_param_gather && l.dp_overlap != DpOverlap::None
-                             ? overlap::exposed_param_gather(dp.param_gather, s.forward, dp.reductions)
-                             : dp.param_gather;
+    s.post_step_gather =
+        fw.overlap_param_gather && l.dp_overlap != DpOverlap::None
+            ? overlap::with_hiding_cost(dp.param_gather, s.forward, slow,
+                                        [&](Seconds w) { return overlap::exposed_param_gather(dp.param_gather, w, dp.reductions); })
+            : dp.param_gather;
     const int layers = std::max(1, st.layers);
-    // What the compute loses to the collectives it hides (overlap::hiding_cost), per collective.
-    auto hiding = [&](Seconds total, Seconds exposed) { return overlap::hiding_cost(total, exposed, hw.overlap_slowdown); };
-    const Seconds reduce_cost = l.dp_overlap == DpOverlap::None
-                                    ? reduce_exposed
-                                    : reduce_exposed + hiding(dp.reductions_time(), reduce_exposed) + dp.flatten_copy;
-    const Seconds post_gather_cost = s.post_step_gather + hiding(dp.param_gather, s.post_step_gather);
     switch (l.zero) {
       case 0: s.dp = reduce_cost; break;
-      case 1: s.dp = reduce_cost + post_gather_cost; break;
-      case 2: s.dp = double(m) * reduce_cost + post_gather_cost; break;  // reduced every micro-batch
+      case 1: s.dp = reduce_cost + s.post_step_gather; break;
+      case 2: s.dp = double(m) * reduce_cost + s.post_step_gather; break;  // reduced every micro-batch
       case 3: {
         const Seconds gather_b = dp.backward_gather_passes * dp.gather_pass;
         if (dp.synchronous) {  // every collective waits for the GPU and the GPU for it
           s.dp = double(m) * (dp.gather_pass + gather_b + dp.reductions_time());
           break;
         }
-        const Seconds gather_f = overlap::exposed_param_gather(dp.gather_pass, f.compute, layers);
-        const Seconds gather_f_cost = gather_f + hiding(dp.gather_pass, gather_f);
+        const Seconds gather_f = overlap::with_hiding_cost(dp.gather_pass, f.compute, slow, [&](Seconds w) {
+          return overlap::exposed_param_gather(dp.gather_pass, w, layers);
+        });
         if (dp.gather_once) {
           // Gathered in the first forward and kept; gradients accumulate unsharded and are
           // reduce-scattered once, during the last backward.
-          const Seconds reduce =
-              overlap::exposed_grad_reduction(DpOverlap::PerLayer, dp.reductions_time(), window, dp.reductions);
-          s.dp = gather_f_cost + reduce + hiding(dp.reductions_time(), reduce);
+          s.dp = gather_f + overlap::with_hiding_cost(dp.reductions_time(), window, slow, [&](Seconds w) {
+                   return overlap::exposed_grad_reduction(DpOverlap::PerLayer, dp.reductions_time(), w, dp.reductions);
+                 });
           break;
         }
         // In the backward the parameter gathers and the gradient reduce-scatters share the same
         // link, so they hide behind the backward together, not each on its own.
-        const Seconds backward =
-            overlap::exposed_zero3_backward(l.dp_overlap, gather_b, dp.reductions_time(), window, layers);
-        const Seconds backward_cost = backward + hiding(gather_b + dp.reductions_time(), backward);
-        s.dp = double(m) * (gather_f_cost + backward_cost) + overlap::zero3_step_tail(dp.reductions_time(), dp.reductions);
+        const Seconds backward = overlap::with_hiding_cost(gather_b + dp.reductions_time(), window, slow, [&](Seconds w) {
+          return overlap::exposed_zero3_backward(l.dp_overlap, gather_b, dp.reductions_time(), w, layers);
+        });
+        s.dp = double(m) * (gather_f + backward) + overlap::zero3_step_tail(dp.reductions_time(), dp.reductions);
         break;
       }
     }

@@ -47,8 +47,8 @@ OpListCost price_op_list(const std::vector<Op>& ops, size_t recompute_ops, const
       // A CP ring exchange runs alongside the attention that follows it.
       if (pending_ring > 0) {
         if (op.overlaps_previous) {
-          const Seconds exposed = overlap::exposed_cp(pending_ring, dt);
-          c.cp_exposed += exposed + overlap::hiding_cost(pending_ring, exposed, pricer.hardware().overlap_slowdown);
+          c.cp_exposed += overlap::with_hiding_cost(pending_ring, dt, pricer.hardware().overlap_slowdown,
+                                                    [&](Seconds w) { return overlap::exposed_cp(pending_ring, w); });
         } else {
           c.cp_exposed += pending_ring;
         }
@@ -68,8 +68,9 @@ OpListCost price_op_list(const std::vector<Op>& ops, size_t recompute_ops, const
   }
   c.cp_exposed += pending_ring;
   const HardwareProfile& hw = pricer.hardware();
-  c.tp_exposed = overlap::exposed_tp(c.tp_raw, tp_hidable, tp_overlap);
-  c.tp_exposed += overlap::hiding_cost(c.tp_raw, c.tp_exposed, hw.overlap_slowdown);
+  c.tp_exposed = overlap::with_hiding_cost(c.tp_raw, tp_hidable, hw.overlap_slowdown, [&](Seconds w) {
+    return overlap::exposed_tp(c.tp_raw, w, tp_overlap);
+  });
   const Seconds gpu = c.duration();
   const Seconds host = priced * hw.kernel_overhead;
   c.overhead = overlap::dispatch_bound(gpu, host, hw.dispatch_overlap) - gpu;

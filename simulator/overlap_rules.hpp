@@ -14,11 +14,21 @@ namespace sixfold::overlap {
 // one wave needs a second wave when an all-gather holds 24 SMs). Lee et al. 2025 (arXiv
 // 2507.03114) measured compute kernels 18.9% slower on average, 40% at most, while communication
 // overlapped them (GPT and Llama layers on 4 A100 / H100). So a collective hidden behind compute
-// is not free: each of its hidden seconds costs the compute stream `slowdown` seconds
+// is not free: each of its hidden seconds costs the compute `slowdown` seconds
 // (HardwareProfile::overlap_slowdown). `total` is the collective time, `exposed` what of it the
 // compute does not hide.
 inline Seconds hiding_cost(Seconds total, Seconds exposed, double slowdown) {
   return slowdown * std::max(0.0, total - exposed);
+}
+
+// The time a collective adds to the step once its hiding cost is paid: the compute it hides
+// behind (`window`) grows by that cost, and the longer window hides more of what was exposed.
+// `exposed_of(window)` is one of the rules below. One fixed-point step, as the step simulator
+// plays it (simulate_pipeline): the two predictors charge the same.
+template <class Exposed>
+Seconds with_hiding_cost(Seconds total, Seconds window, double slowdown, Exposed exposed_of) {
+  const Seconds cost = hiding_cost(total, exposed_of(window), slowdown);
+  return cost + exposed_of(window + cost);
 }
 
 // TP collectives run on the critical path unless TP comm overlap is on, in which case each hides

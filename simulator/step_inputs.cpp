@@ -10,7 +10,6 @@
 #include "simulator/memory_model.hpp"
 #include "simulator/op_cost.hpp"
 #include "simulator/op_list_cost.hpp"
-#include "simulator/overlap_rules.hpp"
 #include "simulator/step_simulator.hpp"
 
 namespace sixfold {
@@ -78,8 +77,7 @@ PipelineInputs pipeline_inputs(const ModelSpec& model, const HardwareProfile& hw
     s.gather_once = dp.gather_once;
     // Megatron's overlapped parameter gather after the step hides behind the next step's first
     // forward: only what the closed form leaves exposed runs after the optimizer here.
-    s.post_step_gather = closed[si].post_step_gather +
-                         overlap::hiding_cost(dp.param_gather, closed[si].post_step_gather, hw.overlap_slowdown);
+    s.post_step_gather = closed[si].post_step_gather;  // its hiding cost included (overlap::with_hiding_cost)
     for (int c = 0; c < v; ++c) {
       ChunkInputs ch;
       const double dense_layers = double(st.dense_layers) / v, moe_layers = double(st.moe_layers) / v;

@@ -132,18 +132,22 @@ SimulationResult simulate_pipeline(const PipelineInputs& in) {
           sim.finish_after(id, gather_next);
         }
         gather_next = -1;
+        // The DP stream runs its collectives in issue order: the next block's gather goes in among
+        // this block's reductions where it is issued, so reductions issued before it do not queue
+        // behind it (and the ones after it do).
+        const double issue_at = sync || k + 1 >= order.size() || order[k + 1].phase == Phase::Forward
+                                    ? 1.0
+                                    : 1.0 - 1.0 / std::max(1, ch.layers);
+        bool prefetched = false;
         auto prefetch_next = [&](int after_reduction) {
           if (k + 1 >= order.size()) return;
           gather_next = gather_for(order[k + 1]);
           if (gather_next < 0) return;
           // A forward's first gather is issued when that forward starts (FSDP prefetches within a
           // pass, not across micro-batches), so it waits for this block to end.
-          const double issue_at =
-              sync || order[k + 1].phase == Phase::Forward ? 1.0 : 1.0 - 1.0 / std::max(1, ch.layers);
           sim.depend(gather_next, id, issue_at);
           if (after_reduction >= 0) sim.depend(gather_next, after_reduction);
         };
-        if (!sync) prefetch_next(-1);
 
         // Gradient reduction: per layer or bucket as the layers of this block finish (reverse order
         // within the block, so the j-th reduction is ready after (j+1)/n of the block), on the last
@@ -154,12 +158,14 @@ SimulationResult simulate_pipeline(const PipelineInputs& in) {
             if (++grads_done[size_t(b.micro_batch)] == v && reduce_now && st.full_reduction > 0)
               sim.depend(last_reduction = add_dp(TaskKind::GradReduce, st.full_reduction, b.chunk, b.micro_batch, 0), id);
           } else if (reduce_now && ch.reductions > 0 && ch.reduction > 0) {
-            for (int j = 0; j < ch.reductions; ++j)
-              sim.depend(last_reduction = add_dp(TaskKind::GradReduce, ch.reduction, b.chunk, b.micro_batch, j), id,
-                         sync ? 1.0 : double(j + 1) / ch.reductions);
+            for (int j = 0; j < ch.reductions; ++j) {
+              const double ready = sync ? 1.0 : double(j + 1) / ch.reductions;
+              if (!prefetched && ready > issue_at) prefetch_next(-1), prefetched = true;
+              sim.depend(last_reduction = add_dp(TaskKind::GradReduce, ch.reduction, b.chunk, b.micro_batch, j), id, ready);
+            }
           }
         }
-        if (sync) prefetch_next(last_reduction);
+        if (!prefetched) prefetch_next(sync ? last_reduction : -1);
 
         const bool sends = b.phase == Phase::Forward ? !is_last_virtual(s, b.chunk)
                                                        : b.phase == Phase::Backward && !is_first_virtual(s, b.chunk);
@@ -318,6 +324,12 @@ SimulationResult simulate_pipeline(const PipelineInputs& in) {
     if (post_gather[size_t(s)] >= 0) ss.dp_comm += tasks[size_t(post_gather[size_t(s)])].end - opt.end;
     const Seconds busy = ss.compute + ss.dispatch_overhead + ss.tp_comm + ss.cp_comm + ss.ep_comm + ss.pp_comm + ss.dp_comm + ss.optimizer;
     ss.bubble = std::max(0.0, r.step_time - busy);
+    // Without a pipeline nothing but the DP stream (ZeRO-3's gathers) keeps the compute waiting:
+    // that idle time is exposed DP communication, not a pipeline bubble.
+    if (p == 1) {
+      ss.dp_comm += ss.bubble;
+      ss.bubble = 0;
+    }
 
     // Frees before allocations at the same instant: a forward that starts as a backward ends
     // reuses that memory.
