@@ -145,6 +145,19 @@ std::string source_of_row(const CsvTable& t, size_t r) {
   return out;
 }
 
+namespace {
+// Megatron runs a virtual pipeline whose stages do not divide the layers only with the embedding
+// and the loss taking a layer's place (--account-for-embedding/loss-in-pipeline-split; NeMo's
+// Llama 3.1 405B and Qwen3-235B recipes; Llama 3's own pipeline, which "reduces one Transformer
+// layer each from the first and the last stages", arXiv 2407.21783 3.3.2): the only reading of
+// such a layout, stated or filled.
+void split_pipeline_like_megatron(Layout& l, const ModelSpec& m, Framework framework) {
+  if (framework == Framework::Megatron && l.vpp > 1 && m.layers % (l.pp * l.vpp) != 0 &&
+      (m.layers + 2) % (l.pp * l.vpp) == 0)
+    l.embedding_in_pipeline_split = l.loss_in_pipeline_split = true;
+}
+}  // namespace
+
 Scenario scenario_from_row(const CsvTable& t, size_t r, const HardwareLookup& lookup, RunSettings& settings) {
   Scenario s;
   s.name = t.field(r, "id");
@@ -231,12 +244,7 @@ Scenario scenario_from_row(const CsvTable& t, size_t r, const HardwareLookup& lo
     l.tp_overlap = true;
     l.sp = true;
   }
-  // Megatron runs a virtual pipeline whose stages do not divide the layers only with the embedding
-  // and the loss taking a layer's place (--account-for-embedding/loss-in-pipeline-split; NeMo's
-  // Llama 3.1 405B and Qwen3-235B recipes): the only reading of such a row.
-  if (s.work.framework == Framework::Megatron && l.vpp > 1 && m.layers % (l.pp * l.vpp) != 0 &&
-      (m.layers + 2) % (l.pp * l.vpp) == 0)
-    l.embedding_in_pipeline_split = l.loss_in_pipeline_split = true;
+  split_pipeline_like_megatron(l, m, s.work.framework);
   s.work.seq = seq;
   s.work.global_batch = as_int(t, r, "global_batch", 0);
   const std::string dtype = t.field(r, "dtype");
@@ -322,7 +330,7 @@ ValidationReport validate_runs(const CsvTable& t, const ValidationOptions& opt) 
       std::vector<int> vpps = {s.layout.vpp};
       const bool vpp_filled = !stated(t, r, "vpp") && s.layout.pp > 1;
       if (vpp_filled)
-        for (int v = 2; v <= s.model.layers / s.layout.pp; ++v) vpps.push_back(v);
+        for (int v = 2; v <= (s.model.layers + 2) / s.layout.pp; ++v) vpps.push_back(v);
       // Fill unstated fields the way a user would: the fastest micro-batch (ZeRO stage, vpp), and
       // the cheapest recompute, that fit in memory; if nothing fits, the least memory.
       std::optional<Prediction> best;
@@ -340,6 +348,7 @@ ValidationReport validate_runs(const CsvTable& t, const ValidationOptions& opt) 
               l.zero = z;
               l.vpp = v;
               if (v > 1) l.schedule = Schedule::Interleaved;
+              if (vpp_filled) split_pipeline_like_megatron(l, s.model, s.work.framework);
               try {
                 validate_layout(s.model, l, s.work, s.gpus);
               } catch (const LayoutError& e) {

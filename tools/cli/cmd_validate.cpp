@@ -100,7 +100,7 @@ struct ValidateCommand {
         {"tp_overlap", "unstated: off, every framework's default"},
         {"pipeline_micro_batches", "torchtitan splits the stated local batch into one micro-batch per stage"},
         {"model_flops", "the source's count: Megatron-Bridge halves causal attention's FLOPs"},
-        {"vpp", "torchtitan's two stages per rank for an interleaved schedule whose stage count is unstated"},
+        {"vpp", "unstated: the fastest interleave that fits in memory"},
         {"pipeline_split", "Megatron's embedding and loss in the pipeline split: the only way it runs a virtual pipeline the layers do not divide"},
         {"global_batch", "unstated for torchtitan: dp x the local batch, as it accumulates no gradients by default"},
         {"model", "the built-in model of the row's shape, with what the columns cannot say (MLA, dense layers, shared experts)"}};
