@@ -270,6 +270,8 @@ void add_backward(std::vector<Op>& out, const Op& f) {
       dgrad.name = f.name;  // class and name kept; the phase tells them apart
       Op wgrad = gemm(f.name, f.op_class, f.k, f.n, f.m, f.batch);
       wgrad.weight_grad = f.op_class != OpClass::Attention;
+      // The output gradient's cast (+ transpose) feeds both backward GEMMs: priced once, with dgrad.
+      if (f.cast_bytes > 0) dgrad.cast_bytes = 4.0 * double(f.m) * double(f.n) * double(f.batch);
       // Batched attention GEMMs (scores, values) have two activation grads, no weight grad.
       out.push_back(dgrad);
       out.push_back(wgrad);
@@ -445,6 +447,15 @@ LayerProgram make_layer(const ModelSpec& m, const Layout& l, const Workload& w, 
   CoreRange core = add_attention(lp.forward, m, w, d);
   if (moe) add_moe_mlp(lp.forward, m, d);
   else add_dense_mlp(lp.forward, m, d);
+
+  // FP8 training casts every linear layer's input to fp8 before its GEMM, and the output
+  // gradient before the backward GEMMs, each as one fused cast + transpose (read 2 bytes, write
+  // the fp8 copy and its transpose: 4 bytes per element; TransformerEngine's
+  // fp8_cast_transpose_fused in pytorch/module/linear.py). The measured fp8 GEMM tables time the
+  // GEMM alone. Attention's batched GEMMs and the router stay in bf16.
+  if (w.dtype == Dtype::FP8)
+    for (Op& op : lp.forward)
+      if (op.kind == OpKind::Gemm && op.op_class == OpClass::Gemm) op.cast_bytes = 4.0 * double(op.m) * double(op.k) * double(op.batch);
 
   Bytes all_saved = 0;
   for (size_t i = 0; i < lp.forward.size(); ++i) {

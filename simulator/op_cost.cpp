@@ -54,7 +54,8 @@ Seconds OpPricer::collective(Group g, Collective c, Bytes message) const {
 
 Seconds OpPricer::time(const Op& op) const {
   switch (op.kind) {
-    case OpKind::Gemm: return gemm_time(op.m, op.n, op.k, op.batch);
+    case OpKind::Gemm:
+      return gemm_time(op.m, op.n, op.k, op.batch) + op.cast_bytes / (hw_.memory_bandwidth * hw_.memory_efficiency);
     case OpKind::Attention: {
       // Measured causal flash-attention forward at this shape (op.m tokens of sequences of op.n,
       // op.batch heads of dim op.k), scaled by FLOPs: a backward op (2.5x the forward's FLOPs)

@@ -314,7 +314,11 @@ ValidationReport validate_runs(const CsvTable& t, const ValidationOptions& opt) 
       }
       std::vector<Count> micro_batches;
       if (s.layout.micro_batch > 0) micro_batches.push_back(s.layout.micro_batch);
-      else
+      else if (run.local_batch_semantics && s.layout.pp > 1 && s.work.global_batch % (Count(s.layout.dp) * s.layout.pp) == 0) {
+        // Unstated too, torchtitan's pipeline takes one micro-batch per stage of the local batch.
+        micro_batches.push_back(s.work.global_batch / (Count(s.layout.dp) * s.layout.pp));
+        split_local_batch = true;
+      } else
         for (Count b = 1; b <= s.work.global_batch / s.layout.dp; b *= 2)
           if (s.work.global_batch % (s.layout.dp * b) == 0) micro_batches.push_back(b);
       // An unstated ZeRO stage: those the framework has (Megatron: DDP or the distributed

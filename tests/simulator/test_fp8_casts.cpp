@@ -1,0 +1,64 @@
+// FP8 training casts each linear layer's input before its GEMM and the output gradient before
+// the backward GEMMs (TransformerEngine's fused cast + transpose): the step program carries those
+// bytes on the GEMM ops and the pricer adds them as memory-bound time; bf16 has none, and
+// attention's batched GEMMs and the router are not cast.
+#include <doctest/doctest.h>
+
+#include "models/layout.hpp"
+#include "models/model_zoo.hpp"
+#include "models/step_program.hpp"
+#include "simulator/hardware_profile.hpp"
+#include "simulator/op_cost.hpp"
+
+using namespace sixfold;
+
+namespace {
+StepProgram program(Dtype dtype) {
+  const ModelSpec m = load_model("llama3-8b");
+  Layout l;
+  l.dp = 8;
+  Workload w;
+  w.seq = 4096;
+  w.global_batch = 8;
+  w.dtype = dtype;
+  validate_layout(m, l, w, 8);
+  return expand_step_program(m, l, w);
+}
+}  // namespace
+
+TEST_CASE("fp8 GEMMs carry their input and output-gradient casts; bf16 GEMMs none") {
+  const StepProgram fp8 = program(Dtype::FP8), bf16 = program(Dtype::BF16);
+  int cast = 0;
+  for (const Op& op : fp8.dense_layer.forward) {
+    if (op.kind != OpKind::Gemm) continue;
+    CAPTURE(op.name);
+    if (op.op_class == OpClass::Gemm) {
+      CHECK(op.cast_bytes == doctest::Approx(4.0 * double(op.m) * double(op.k) * double(op.batch)));
+      ++cast;
+    } else {
+      CHECK(op.cast_bytes == 0);
+    }
+  }
+  CHECK(cast >= 4);  // qkv, out, up, down
+  int grad_casts = 0;
+  for (const Op& op : fp8.dense_layer.backward)
+    if (op.kind == OpKind::Gemm && op.cast_bytes > 0) {
+      CHECK_FALSE(op.weight_grad);  // one cast per GEMM pair, priced with dgrad
+      ++grad_casts;
+    }
+  CHECK(grad_casts == cast);
+  for (const Op& op : bf16.dense_layer.forward) CHECK(op.cast_bytes == 0);
+  for (const Op& op : bf16.dense_layer.backward) CHECK(op.cast_bytes == 0);
+
+  // The pricer adds the cast as memory-bound time on top of the GEMM's own.
+  const HardwareProfile hw = load_hardware("h100-sxm-80g");
+  Layout l;
+  l.dp = 8;
+  const OpPricer pricer(hw, l, Dtype::FP8);
+  for (const Op& op : fp8.dense_layer.forward)
+    if (op.cast_bytes > 0) {
+      Op bare = op;
+      bare.cast_bytes = 0;
+      CHECK(pricer.time(op) == doctest::Approx(pricer.time(bare) + op.cast_bytes / (hw.memory_bandwidth * hw.memory_efficiency)));
+    }
+}
