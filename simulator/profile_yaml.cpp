@@ -76,6 +76,8 @@ std::string hardware_profile_yaml(const HardwareProfile& hw, const std::string& 
   field("", "context_memory", "context_memory", bytes(hw.context_memory));
   field("", "kernel_overhead", "kernel_overhead", num(hw.kernel_overhead * 1e6, "us"));
   field("", "dispatch_overlap", "dispatch_overlap", num(hw.dispatch_overlap));
+  field("", "kernel_slowdown", "kernel_slowdown", num(hw.kernel_slowdown));
+  field("", "overlap_slowdown", "overlap_slowdown", num(hw.overlap_slowdown));
   return y.str();
 }
 
