@@ -161,7 +161,7 @@ std::vector<StageTime> stage_times(const ModelSpec& model, const HardwareProfile
     const double params = double(st.dense_params + st.expert_params) / double(shard);
     const Bytes master = sb.master > 0 ? sb.master : sb.weight;
     const Bytes traffic = params * (2 * master + sb.gradient + 2 * sb.optimizer + (sb.master > 0 ? sb.weight : 0));
-    s.optimizer = traffic / (hw.memory_bandwidth * hw.memory_efficiency) + 10 * hw.kernel_overhead;
+    s.optimizer = traffic / (hw.memory_bandwidth * hw.memory_efficiency) + 10 * hw.kernel_overhead + hw.step_overhead;
     out.push_back(s);
   }
   return out;

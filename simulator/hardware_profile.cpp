@@ -229,7 +229,8 @@ HardwareProfile parse_hardware(const std::string& yaml_text, const std::string& 
               {"name", "description", "peak_tflops", "memory_capacity", "memory_bandwidth", "sm_count",
                "gpus_per_node", "intra_node_bandwidth", "pcie_only", "network_bandwidth", "network_latency",
                "gemm", "attention_efficiency", "memory_efficiency", "intra_node", "inter_node",
-               "context_memory", "kernel_overhead", "dispatch_overlap", "kernel_slowdown", "overlap_slowdown"});
+               "context_memory", "kernel_overhead", "dispatch_overlap", "kernel_slowdown", "overlap_slowdown",
+               "step_overhead"});
 
   hw.name = required<std::string>(doc, root, "name");
   hw.description = optional<std::string>(doc, root, "description", "");
@@ -315,6 +316,12 @@ HardwareProfile parse_hardware(const std::string& yaml_text, const std::string& 
   } else {
     hw.provenance["overlap_slowdown"] =
         "prior: 0.189, the mean compute slowdown under overlapped communication (Lee et al. 2025, arXiv 2507.03114)";
+  }
+  if (root["step_overhead"]) {
+    hw.step_overhead = r.duration(root, "step_overhead", "step_overhead");
+    r.require_non_negative(root, "step_overhead", "step_overhead", hw.step_overhead);
+  } else {
+    hw.provenance["step_overhead"] = "prior: 0 (no host bookkeeping between steps; fit it with calibrate)";
   }
   return hw;
 }

@@ -68,6 +68,10 @@ struct HardwareProfile {
   // slowdown under overlapped communication that Lee et al. 2025 (arXiv 2507.03114) measured on
   // A100 and H100; fittable like the other framework terms (sixfold calibrate --cv source).
   double overlap_slowdown = 0.189;
+  // Host time per optimizer step outside the op lists: the training loop's bookkeeping between
+  // steps (gradient-norm all-reduce and its host sync, loss logging, zero_grad, the data
+  // iterator), during which the GPU waits. 0 unless fitted (calibrate --cv source names it).
+  Seconds step_overhead = 0;
   double dispatch_overlap = 0;           // share of min(host, GPU) time of an op list that hides behind the other
   std::map<std::string, std::string> provenance;
 

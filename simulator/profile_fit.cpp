@@ -23,6 +23,7 @@ double* field(HardwareProfile& hw, const std::string& path) {
   if (path == "dispatch_overlap") return &hw.dispatch_overlap;
   if (path == "kernel_slowdown") return &hw.kernel_slowdown;
   if (path == "overlap_slowdown") return &hw.overlap_slowdown;
+  if (path == "step_overhead") return &hw.step_overhead;
   if (path == "inter_node.peak_busbw") return &hw.inter_node.peak_busbw;
   if (path == "inter_node.latency") return &hw.inter_node.latency;
   throw Error("cannot fit profile field '" + path + "'");
@@ -44,7 +45,8 @@ std::vector<FitParameter> parameter_ranges(const HardwareProfile& base) {
           {"intra_node.step_latency", base.intra_node.step_latency, 0, 5.7e-6},
           {"dispatch_overlap", base.dispatch_overlap, 0, 1},
           {"kernel_slowdown", base.kernel_slowdown, 1.0, 1.6},
-          {"overlap_slowdown", base.overlap_slowdown, 0, 0.6}};
+          {"overlap_slowdown", base.overlap_slowdown, 0, 0.6},
+          {"step_overhead", base.step_overhead, 0, 1.0}};
 }
 
 // Coordinate descent on a log grid, narrowing each round. Correlated parameters (dispatch time
@@ -202,7 +204,7 @@ const std::vector<std::string>& fittable_parameters() {
                                                  "memory_efficiency",   "kernel_overhead",       "intra_node.peak_busbw",
                                                  "intra_node.latency",  "inter_node.peak_busbw", "inter_node.latency",
                                                  "intra_node.step_latency", "dispatch_overlap", "kernel_slowdown",
-                                                 "overlap_slowdown"};
+                                                 "overlap_slowdown", "step_overhead"};
   return names;
 }
 

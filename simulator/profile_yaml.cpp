@@ -78,6 +78,7 @@ std::string hardware_profile_yaml(const HardwareProfile& hw, const std::string& 
   field("", "dispatch_overlap", "dispatch_overlap", num(hw.dispatch_overlap));
   field("", "kernel_slowdown", "kernel_slowdown", num(hw.kernel_slowdown));
   field("", "overlap_slowdown", "overlap_slowdown", num(hw.overlap_slowdown));
+  field("", "step_overhead", "step_overhead", num(hw.step_overhead * 1e3, "ms"));
   return y.str();
 }
 
