@@ -2,10 +2,13 @@
 #include "simulator/kernel_tables.hpp"
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <cmath>
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <unordered_map>
 #include <utility>
 
 #include "common/builtin_data.hpp"
@@ -328,6 +331,7 @@ KernelTables KernelTables::load(const std::string& name_or_path) {
 
 KernelTables KernelTables::restricted(bool gemm, bool attention, bool collectives, const std::string& note) const {
   KernelTables t = *this;
+  t.cache_id_ = next_cache_id();
   if (!gemm) {
     t.gemm_.clear();
     t.gemm_source_ = {};
@@ -368,8 +372,41 @@ std::vector<std::string> KernelTables::provenance() const {
 // -----------------------------------------------------------------------------------------------
 // Queries
 
+namespace {
+// The planner prices the same few GEMM and attention shapes across hundreds of thousands of
+// layouts, and each lookup is a log-space interpolation (most of a search's time without this):
+// each thread remembers what it has looked up, per table. Bounded: cleared when full.
+using QueryKey = std::array<long long, 7>;
+struct QueryKeyHash {
+  size_t operator()(const QueryKey& k) const {
+    size_t h = 1469598103934665603ull;
+    for (long long v : k) h = (h ^ std::hash<long long>{}(v)) * 1099511628211ull;
+    return h;
+  }
+};
+template <class Compute>
+std::optional<Seconds> remembered(const QueryKey& key, Compute compute) {
+  thread_local std::unordered_map<QueryKey, std::optional<Seconds>, QueryKeyHash> cache;
+  if (auto it = cache.find(key); it != cache.end()) return it->second;
+  if (cache.size() >= (1u << 16)) cache.clear();
+  const std::optional<Seconds> t = compute();
+  cache.emplace(key, t);
+  return t;
+}
+}  // namespace
+
+long long KernelTables::next_cache_id() {
+  static std::atomic<long long> next{1};
+  return next++;
+}
+
 std::optional<Seconds> KernelTables::gemm_time(Dtype dtype, Count m, Count n, Count k) const {
   if (m <= 0 || n <= 0 || k <= 0) return std::nullopt;
+  return remembered({cache_id_, 0, static_cast<long long>(dtype), m, n, k, 0},
+                    [&] { return gemm_time_uncached(dtype, m, n, k); });
+}
+
+std::optional<Seconds> KernelTables::gemm_time_uncached(Dtype dtype, Count m, Count n, Count k) const {
   auto it = std::find_if(gemm_.begin(), gemm_.end(), [&](const GemmTable& g) { return g.dtype == dtype; });
   if (it == gemm_.end()) return std::nullopt;
   const GemmTable& g = *it;
@@ -447,6 +484,12 @@ std::optional<Seconds> KernelTables::attention_at_head_dim(size_t first, Count b
 // Between measured head dims: log-log interpolation of the two neighbours' times.
 std::optional<Seconds> KernelTables::attention_forward_time(Count batch, Count seq, Count heads, Count kv_heads,
                                                             Count head_dim, bool causal) const {
+  return remembered({cache_id_, causal ? 2 : 1, batch, seq, heads, kv_heads, head_dim},
+                    [&] { return attention_forward_time_uncached(batch, seq, heads, kv_heads, head_dim, causal); });
+}
+
+std::optional<Seconds> KernelTables::attention_forward_time_uncached(Count batch, Count seq, Count heads, Count kv_heads,
+                                                                     Count head_dim, bool causal) const {
   const auto& all = attention_.series;
   if (all.empty() || causal != attention_.causal) return std::nullopt;
   if (batch <= 0 || seq <= 0 || heads <= 0 || kv_heads <= 0 || head_dim <= 0 || kv_heads > heads) return std::nullopt;

@@ -108,9 +108,17 @@ class KernelTables {
   std::vector<GemmTable> gemm_;
   AttentionTable attention_;
   std::vector<CollectiveSeries> collectives_;
+  // Names these tables' contents for the per-thread lookup cache: a new one for every parse and
+  // every restricted() copy, never an address that a later table could reuse.
+  long long cache_id_ = next_cache_id();
+  static long long next_cache_id();
 
   std::optional<Seconds> attention_at_head_dim(size_t first_series_of_head_dim, Count batch, Count seq, Count heads,
                                                Count kv_heads) const;
+  // The interpolations behind gemm_time and attention_forward_time, which remember their answers.
+  std::optional<Seconds> gemm_time_uncached(Dtype dtype, Count m, Count n, Count k) const;
+  std::optional<Seconds> attention_forward_time_uncached(Count batch, Count seq, Count heads, Count kv_heads,
+                                                         Count head_dim, bool causal) const;
 };
 
 // The measured tables that price a hardware profile (configs/hardware/NAME.yaml), or nullptr

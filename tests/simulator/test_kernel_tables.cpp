@@ -385,3 +385,17 @@ TEST_CASE("collectives inside a node are priced from the measured NCCL table; an
   across.crosses_nodes = true;
   CHECK(collective_time(Collective::AllReduce, message, across, hw) > *measured);
 }
+
+TEST_CASE("kernel tables: remembered lookups belong to their own table, also one parsed where another was") {
+  // The per-thread lookup cache must never answer for a table that has gone: parse, query and
+  // drop tables of different contents in the same place, and query restricted copies.
+  for (int round = 0; round < 3; ++round) {
+    const std::string scale = round == 0 ? "[10, 20, 20, 40, 20, 40, 40, 80]" : round == 1 ? "[20, 40, 40, 80, 40, 80, 80, 160]"
+                                                                                          : "[5, 10, 10, 20, 10, 20, 20, 40]";
+    const double first = round == 0 ? 10 : round == 1 ? 20 : 5;
+    const KernelTables t = KernelTables::parse(replaced(kSmallTable, "[10, 20, 20, 40, 20, 40, 40, 80]", scale), "t.yaml");
+    CHECK(*t.gemm_time(Dtype::BF16, 128, 128, 128) == doctest::Approx(first * 1e-6));
+    CHECK(*t.gemm_time(Dtype::BF16, 128, 128, 128) == doctest::Approx(first * 1e-6));  // remembered, same answer
+    CHECK_FALSE(t.restricted(false, true, true, "no gemm").gemm_time(Dtype::BF16, 128, 128, 128).has_value());
+  }
+}
