@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "models/model_zoo.hpp"
+#include "planner/families.hpp"
 
 namespace sixfold {
 
@@ -58,7 +59,10 @@ std::vector<DecisionCell> decision_table(const DecisionRequest& rq) {
           const std::string v = verdict_of(other.layout);
           if (v == c.verdict) continue;
           char buf[160];
-          std::snprintf(buf, sizeof buf, "beats %s by %.1f%%", v.c_str(), 100.0 * (other.step_time / best.step_time - 1));
+          const double ratio = other.step_time / best.step_time;
+          // Closer than the printed precision: a tie, not a win (planner/families.hpp, kTie).
+          if (ratio - 1 < kTie) std::snprintf(buf, sizeof buf, "ties with %s (within %.1f%%)", v.c_str(), 100.0 * kTie);
+          else std::snprintf(buf, sizeof buf, "beats %s by %.1f%%", v.c_str(), 100.0 * (ratio - 1));
           c.why = buf;
           break;
         }

@@ -1,9 +1,11 @@
 #include "planner/families.hpp"
 
+#include <cmath>
 #include <cstdio>
 #include <functional>
 
 #include "simulator/cost_model.hpp"
+#include "simulator/step_simulator.hpp"
 
 namespace sixfold {
 
@@ -17,10 +19,14 @@ std::string fmt(const char* f, double a, double b = 0) {
 
 }  // namespace
 
-std::string explain_difference(const PlanRequest& rq, const Layout& winner, const Layout& loser) {
+std::string explain_difference(const PlanRequest& rq, const Layout& winner, const Layout& loser,
+                               std::optional<double> step_ratio) {
   const Prediction a = predict(rq.model, rq.hardware, rq.work, winner);
   const Prediction b = predict(rq.model, rq.hardware, rq.work, loser);
-  std::string out = fmt("step %+.1f%%", 100.0 * (b.step_time / a.step_time - 1));
+  const double ratio = step_ratio.value_or(b.step_time / a.step_time);
+  // Within the printed precision the two are a tie, whichever comes first.
+  if (std::abs(ratio - 1) < kTie) return fmt("a tie (step within %.1f%%)", 100.0 * kTie);
+  std::string out = fmt("step %+.1f%%", 100.0 * (ratio - 1));
   const auto ca = a.time.components(), cb = b.time.components();
   size_t worst = 0;
   double worst_delta = -1e300;
@@ -41,36 +47,83 @@ std::string explain_difference(const PlanRequest& rq, const Layout& winner, cons
   return out;
 }
 
+namespace {
+
+// The structural choices a family is about; dp and the micro-batch follow from them.
+enum Field : unsigned { kTp = 1, kPp = 2, kVpp = 4, kCp = 8, kEp = 16, kZero = 32, kRecompute = 64 };
+
+unsigned changed_fields(const Layout& a, const Layout& b) {
+  return (a.tp != b.tp ? kTp : 0) | (a.pp != b.pp ? kPp : 0) | (a.vpp != b.vpp ? kVpp : 0) | (a.cp != b.cp ? kCp : 0) |
+         (a.ep != b.ep ? kEp : 0) | (a.zero != b.zero ? kZero : 0) | (a.recompute != b.recompute ? kRecompute : 0);
+}
+
+// "tp 1->2, cp 1->4": what else a family's layout changes against the recommended one.
+std::string describe_changes(const Layout& from, const Layout& to, unsigned fields) {
+  std::string out;
+  auto add = [&](const char* name, long long a, long long b) {
+    out += (out.empty() ? "" : ", ") + std::string(name) + " " + std::to_string(a) + "->" + std::to_string(b);
+  };
+  if (fields & kTp) add("tp", from.tp, to.tp);
+  if (fields & kPp) add("pp", from.pp, to.pp);
+  if (fields & kVpp) add("vpp", from.vpp, to.vpp);
+  if (fields & kCp) add("cp", from.cp, to.cp);
+  if (fields & kEp) add("ep", from.ep, to.ep);
+  if (fields & kZero) add("zero", from.zero, to.zero);
+  if (fields & kRecompute) out += (out.empty() ? "" : ", ") + std::string("recompute ") + to_string(from.recompute) + "->" + to_string(to.recompute);
+  return out;
+}
+
+}  // namespace
+
 std::vector<FamilyVerdict> compare_families(const PlanRequest& rq, const PlanResult& res, const Candidate& rec) {
   struct Family {
     std::string name;
     std::function<bool(const Layout&)> member;
+    unsigned own;  // the fields the family is about
   };
   const Layout& r = rec.layout;
   const int per_node = rq.hardware.gpus_per_node;
   std::vector<Family> families = {
-      {"no PP", [](const Layout& l) { return l.pp == 1; }},
-      {"PP", [](const Layout& l) { return l.pp > 1; }},
-      {"no TP", [](const Layout& l) { return l.tp == 1; }},
-      {"TP", [](const Layout& l) { return l.tp > 1; }},
-      {"pure DP (ZeRO only)", [](const Layout& l) { return l.tp == 1 && l.pp == 1 && l.cp == 1; }},
-      {"ZeRO-3 instead of PP", [](const Layout& l) { return l.zero == 3 && l.pp == 1; }},
-      {"more CP", [r](const Layout& l) { return l.cp > r.cp; }},
-      {"less CP", [r](const Layout& l) { return l.cp < r.cp; }},
-      {"less TP", [r](const Layout& l) { return l.tp < r.tp; }},
-      {"more TP", [r](const Layout& l) { return l.tp > r.tp; }},
-      {"TP across nodes", [per_node](const Layout& l) { return l.tp > per_node; }},
-      {"no recompute", [](const Layout& l) { return l.recompute == Recompute::None; }},
-      {"lower ZeRO stage", [r](const Layout& l) { return l.zero < r.zero; }},
-      {"higher ZeRO stage", [r](const Layout& l) { return l.zero > r.zero; }},
+      {"no PP", [](const Layout& l) { return l.pp == 1; }, kPp | kVpp},
+      {"PP", [](const Layout& l) { return l.pp > 1; }, kPp | kVpp},
+      {"no TP", [](const Layout& l) { return l.tp == 1; }, kTp},
+      {"TP", [](const Layout& l) { return l.tp > 1; }, kTp},
+      {"pure DP (ZeRO only)", [](const Layout& l) { return l.tp == 1 && l.pp == 1 && l.cp == 1; }, kTp | kPp | kVpp | kCp | kZero},
+      {"ZeRO-3 instead of PP", [](const Layout& l) { return l.zero == 3 && l.pp == 1; }, kZero | kPp | kVpp},
+      {"more CP", [r](const Layout& l) { return l.cp > r.cp; }, kCp},
+      {"less CP", [r](const Layout& l) { return l.cp < r.cp; }, kCp},
+      {"less TP", [r](const Layout& l) { return l.tp < r.tp; }, kTp},
+      {"more TP", [r](const Layout& l) { return l.tp > r.tp; }, kTp},
+      {"TP across nodes", [per_node](const Layout& l) { return l.tp > per_node; }, kTp},
+      {"no recompute", [](const Layout& l) { return l.recompute == Recompute::None; }, kRecompute},
+      {"lower ZeRO stage", [r](const Layout& l) { return l.zero < r.zero; }, kZero},
+      {"higher ZeRO stage", [r](const Layout& l) { return l.zero > r.zero; }, kZero},
   };
+  // Both sides of a comparison on the predictor that ranked them: the simulator where the
+  // recommendation was refined by it (a family's layout outside the refined top is simulated
+  // here), else the closed form.
+  const bool simulated = rec.simulated_step_time > 0;
+  auto time_of = [&](const Candidate& c) {
+    if (!simulated) return c.step_time;
+    if (c.simulated_step_time > 0) return c.simulated_step_time;
+    return simulate_step(rq.model, rq.hardware, rq.work, c.layout).step_time;
+  };
+  const Seconds rec_time = time_of(rec);
   std::vector<FamilyVerdict> out;
   for (const Family& f : families) {
     if (f.member(r)) continue;  // the recommended layout belongs to it
     FamilyVerdict v;
     v.family = f.name;
-    for (const Candidate& c : res.ranked)
-      if (f.member(c.layout)) { v.best = c; break; }
+    // The family's fastest layout that changes only what the family is about (dp and the
+    // micro-batch follow); failing that, its fastest layout, with what else it changes said.
+    const Candidate* pure = nullptr;
+    const Candidate* any = nullptr;
+    for (const Candidate& c : res.ranked) {
+      if (!f.member(c.layout)) continue;
+      if (!any) any = &c;
+      if ((changed_fields(r, c.layout) & ~f.own) == 0) { pure = &c; break; }
+    }
+    if (pure || any) v.best = pure ? *pure : *any;
     if (!v.best) {
       // A family nobody enumerated (e.g. "more TP" at the largest TP) says nothing; skip it.
       bool enumerable = false;
@@ -79,9 +132,21 @@ std::vector<FamilyVerdict> compare_families(const PlanRequest& rq, const PlanRes
           f.name != "ZeRO-3 instead of PP")
         continue;
       v.why = "no layout of this family fits the memory budget";
-    } else {
-      v.why = explain_difference(rq, r, v.best->layout);
+      out.push_back(std::move(v));
+      continue;
     }
+    // One entry per layout: a layout that stands for several families is listed once, under all
+    // of their names.
+    bool merged = false;
+    for (FamilyVerdict& seen : out)
+      if (seen.best && seen.best->layout == v.best->layout) {
+        seen.family += ", " + f.name;
+        merged = true;
+      }
+    if (merged) continue;
+    const unsigned extra = changed_fields(r, v.best->layout) & ~f.own;
+    if (extra != 0) v.family += " (also " + describe_changes(r, v.best->layout, extra) + ")";
+    v.why = explain_difference(rq, r, v.best->layout, time_of(*v.best) / rec_time);
     out.push_back(std::move(v));
   }
   return out;

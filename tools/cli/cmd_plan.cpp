@@ -1,7 +1,9 @@
 // sixfold plan: search every layout for the GPUs, recommend the fastest that fits the memory
 // budget, say why the best of each other family loses, and export the plan. The analytical ranking's
 // top --refine layouts are re-priced with the step simulator and re-ranked by simulated time.
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <set>
@@ -102,7 +104,7 @@ struct PlanCommand {
     }
     const PlanResult res = plan(rq);
     const std::string header = scenario_header(s);
-    if (!res.feasible()) return report_infeasible(s, res);
+    if (!res.feasible()) return report_infeasible(s, rq, res);
 
     // With an export format, recommend the fastest layout that framework can express; planning for
     // torchtitan alone likewise (it has no ZeRO-1/2, and replicates only together with FSDP).
@@ -271,33 +273,104 @@ struct PlanCommand {
     return 0;
   }
 
-  int report_infeasible(const Scenario& s, const PlanResult& res) const {
+  // The nearest global batches (multiples of a dp the GPU count allows) and node-multiple GPU
+  // counts for which a layout exists, each with its fastest layout: what to change when the
+  // layout rules leave nothing to price.
+  struct Alternative {
+    std::string flag;
+    long long value;
+    Candidate best;
+  };
+  static std::vector<Alternative> alternatives(const PlanRequest& rq) {
+    std::vector<std::pair<long long, std::pair<std::string, long long>>> tries;  // (distance, (flag, value))
+    const long long gb = rq.work.global_batch, gpus = rq.gpus;
+    for (long long d = 1; d * d <= gpus; ++d) {
+      if (gpus % d != 0) continue;
+      for (long long dp : {d, gpus / d}) {
+        const long long up = (gb + dp - 1) / dp * dp, down = gb / dp * dp;
+        for (long long g : {up, down})
+          if (g > 0 && g != gb && g <= limits::kGlobalBatch) tries.push_back({std::llabs(g - gb), {"--global-batch", g}});
+      }
+    }
+    // Whole nodes around the GPU count (one to four nodes fewer or more).
+    const long long node = std::max(1, rq.hardware.gpus_per_node);
+    for (long long k = 1; k <= 4; ++k)
+      for (long long g : {gpus / node * node - (k - 1) * node - (gpus % node == 0 ? node : 0), (gpus / node + k) * node})
+        if (g > 0 && g != gpus && g <= limits::kGpus)
+          tries.push_back({std::llabs(g - gpus) * std::max<long long>(1, gb / gpus), {"--gpus", g}});
+    std::sort(tries.begin(), tries.end());
+    tries.erase(std::unique(tries.begin(), tries.end()), tries.end());
+    std::vector<Alternative> out;
+    int attempts = 0;
+    for (const auto& [distance, what] : tries) {
+      if (out.size() >= 3 || attempts >= 12) break;
+      PlanRequest alt = rq;
+      alt.refine = 0;
+      alt.closest_count = 1;
+      if (what.first == "--gpus") alt.gpus = int(what.second);
+      else alt.work.global_batch = what.second;
+      ++attempts;
+      const PlanResult r = plan(alt);
+      if (r.feasible()) out.push_back({what.first, what.second, r.ranked.front()});
+    }
+    return out;
+  }
+
+  int report_infeasible(const Scenario& s, const PlanRequest& rq, const PlanResult& res) const {
     // Layouts that differ only in schedule or DP overlap need the same memory: five distinct ones.
     std::vector<Candidate> closest;
     std::set<std::string> listed;
     for (const auto& c : res.closest)
       if (closest.size() < 5 && listed.insert(describe(c.layout)).second) closest.push_back(c);
+    // Nothing reached the memory check: the layout rules emptied the space. Name the rules that
+    // rejected the most, and what nearby request would run.
+    const bool rules = res.memory_checked == 0;
+    std::vector<std::pair<Count, std::string>> reasons;
+    for (const auto& [why, n] : res.pruned)
+      if (why.rfind("memory", 0) != 0 && why.rfind("recompute not needed", 0) != 0) reasons.push_back({n, why});
+    std::sort(reasons.rbegin(), reasons.rend());
+    if (reasons.size() > 3) reasons.resize(3);
+    const std::vector<Alternative> alts = rules ? alternatives(rq) : std::vector<Alternative>{};
     if (json) {
       nlohmann::ordered_json out;
       out["recommended"] = nullptr;
       out["memory_budget_bytes"] = res.budget;
+      out["empty_because"] = rules ? "layout rules" : "memory budget";
+      nlohmann::ordered_json rs = nlohmann::ordered_json::array();
+      for (const auto& [n, why] : reasons) rs.push_back({{"rule", why}, {"rejected", n}});
+      out["rules"] = rs;
       nlohmann::ordered_json cl = nlohmann::ordered_json::array();
       for (const auto& c : closest)
         cl.push_back({{"layout", layout_json(c.layout)}, {"peak_memory_bytes", c.peak_memory},
                       {"lacks_bytes", c.peak_memory - res.budget}});
       out["closest"] = cl;
+      nlohmann::ordered_json al = nlohmann::ordered_json::array();
+      for (const auto& a : alts)
+        al.push_back({{"flag", a.flag}, {"value", a.value}, {"layout", layout_json(a.best.layout)},
+                      {"step_time_s", a.best.step_time}, {"peak_memory_bytes", a.best.peak_memory}});
+      out["alternatives"] = al;
       out["evaluated"] = res.evaluated;
       out["memory_checked"] = res.memory_checked;
       out["pruned"] = res.pruned;
       std::cout << out.dump(2) << "\n";
     } else {
       std::cout << "sixfold plan: " << scenario_header(s) << "\n";
-      std::printf("no layout fits the memory budget of %.2f GiB per GPU (%lld layouts memory-checked)\n",
-                  res.budget / kGiB, (long long)res.memory_checked);
-      std::cout << "closest layouts:\n";
-      for (const auto& c : closest)
-        std::printf("  %-70s needs %8.2f GiB, lacks %8.2f GiB\n", describe(c.layout).c_str(), c.peak_memory / kGiB,
-                    (c.peak_memory - res.budget) / kGiB);
+      if (rules) {
+        std::printf("no layout of %d GPUs runs global batch %lld: every one breaks a layout rule before memory is checked\n",
+                    rq.gpus, (long long)rq.work.global_batch);
+        for (const auto& [n, why] : reasons) std::printf("  %-60s rejected %lld\n", why.c_str(), (long long)n);
+        if (!alts.empty()) std::cout << "closest requests that run:\n";
+        for (const auto& a : alts)
+          std::printf("  %s %-8lld %-62s step %.3f s, peak %.2f GiB\n", a.flag.c_str(), a.value, describe(a.best.layout).c_str(),
+                      a.best.step_time, a.best.peak_memory / kGiB);
+      } else {
+        std::printf("no layout fits the memory budget of %.2f GiB per GPU (%lld layouts memory-checked)\n",
+                    res.budget / kGiB, (long long)res.memory_checked);
+        std::cout << "closest layouts:\n";
+        for (const auto& c : closest)
+          std::printf("  %-70s needs %8.2f GiB, lacks %8.2f GiB\n", describe(c.layout).c_str(), c.peak_memory / kGiB,
+                      (c.peak_memory - res.budget) / kGiB);
+      }
     }
     return 1;
   }
