@@ -21,6 +21,7 @@ std::string verdict_of(const Layout& l) {
 
 std::vector<DecisionCell> decision_table(const DecisionRequest& rq) {
   std::vector<DecisionCell> out;
+  if (rq.progress) rq.progress->set_total(rq.models.size() * rq.hardware.size() * rq.gpus.size());
   for (const std::string& model : rq.models)
     for (const std::string& hw : rq.hardware)
       for (int g : rq.gpus) {
@@ -35,6 +36,7 @@ std::vector<DecisionCell> decision_table(const DecisionRequest& rq) {
         restrict_to_framework(pr.search, pr.work.framework);
         pr.closest_count = 1;
         const PlanResult res = plan(pr);
+        if (rq.progress) rq.progress->advance();
         DecisionCell c;
         c.model = model;
         c.hardware = hw;

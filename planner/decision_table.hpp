@@ -26,6 +26,7 @@ struct DecisionRequest {
   Count seq = 4096;
   Count sequences_per_gpu = 4;  // global batch = gpus x this
   int threads = 0;
+  Progress* progress = nullptr;  // told of each cell done (total set here); not owned, may be null
 };
 
 std::string verdict_of(const Layout& l);

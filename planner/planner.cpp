@@ -135,8 +135,12 @@ PlanResult plan(const PlanRequest& rq) {
   std::vector<WorkerOutput> outputs(static_cast<size_t>(threads));
   std::atomic<size_t> next{0};
   auto work = [&](int t) {
-    for (size_t i = next++; i < meshes.size(); i = next++) search_mesh(rq, res.budget, meshes[i], outputs[size_t(t)]);
+    for (size_t i = next++; i < meshes.size(); i = next++) {
+      search_mesh(rq, res.budget, meshes[i], outputs[size_t(t)]);
+      if (rq.progress) rq.progress->advance();
+    }
   };
+  if (rq.progress) rq.progress->set_total(meshes.size());
   if (threads == 1) {
     work(0);
   } else {

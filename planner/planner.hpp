@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "common/progress.hpp"
 #include "models/layout.hpp"
 #include "models/model_spec.hpp"
 #include "planner/search_space.hpp"
@@ -37,6 +38,8 @@ struct PlanRequest {
   // simulated step time (0: off, the library's default so that `ranked` stays in closed-form
   // order; `sixfold plan` turns it on with kDefaultRefine).
   int refine = 0;
+  // Told of each mesh searched (its total set once the meshes are known); not owned, may be null.
+  Progress* progress = nullptr;
 };
 
 struct Candidate {

@@ -273,7 +273,9 @@ ValidationReport validate_runs(const CsvTable& t, const ValidationOptions& opt) 
     }
     return it->second;
   };
+  if (opt.progress) opt.progress->set_total(t.rows.size());
   for (size_t r = 0; r < t.rows.size(); ++r) {
+    if (opt.progress) opt.progress->advance();
     RowResult row;
     row.id = t.field(r, "id");
     if (opt.include && !opt.include(r, row.id)) continue;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/csv.hpp"
+#include "common/progress.hpp"
 #include "simulator/cost_model.hpp"
 #include "simulator/run_facts.hpp"
 #include "simulator/scenario.hpp"
@@ -71,6 +72,7 @@ struct ValidationOptions {
   // Score the null model instead: each row's step at its model FLOPs over the GPUs' dtype peak at
   // 50% (null_model_step_time); layouts and unstated fields are still filled by `predictor`.
   bool null_model = false;
+  Progress* progress = nullptr;  // told of each row done (total set here); not owned, may be null
 };
 
 // The baseline every accuracy claim is compared with: model FLOPs / (GPUs x peak x 50%).

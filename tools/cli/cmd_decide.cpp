@@ -4,6 +4,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "common/progress.hpp"
 #include "planner/decision_table.hpp"
 #include "simulator/prediction_json.hpp"
 #include "models/model_zoo.hpp"
@@ -38,7 +39,11 @@ struct DecideCommand {
     if (rq.sequences_per_gpu * rq.seq > limits::kMicroBatchTokens)
       throw UsageError("--sequences-per-gpu x --seq is above " + std::to_string(limits::kMicroBatchTokens) + " tokens per GPU");
     rq.threads = threads.value_or(0);
-    const auto cells = decision_table(rq);
+    const auto cells = [&] {
+      Progress bar("decide: planning cells");
+      rq.progress = &bar;
+      return decision_table(rq);
+    }();
     if (json) {
       nlohmann::ordered_json out = nlohmann::ordered_json::array();
       for (const auto& c : cells) {

@@ -14,6 +14,7 @@
 #include "planner/planner.hpp"
 #include "simulator/prediction_json.hpp"
 #include "common/file_io.hpp"
+#include "common/progress.hpp"
 #include "common/suggest.hpp"
 #include "tools/cli/command.hpp"
 #include "tools/cli/flags.hpp"
@@ -102,7 +103,13 @@ struct PlanCommand {
       rq.search.schedules.clear();
       for (const auto& item : split_list(schedules, "--schedules")) rq.search.schedules.push_back(parse_schedule(item));
     }
-    const PlanResult res = plan(rq);
+    const PlanResult res = [&] {
+      Progress bar("plan: searching layouts");
+      rq.progress = &bar;
+      PlanResult r = plan(rq);
+      rq.progress = nullptr;
+      return r;
+    }();
     const std::string header = scenario_header(s);
     if (!res.feasible()) return report_infeasible(s, rq, res);
 

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/progress.hpp"
 #include "simulator/step_simulator.hpp"
 #include "simulator/validation.hpp"
 #include "tools/cli/command.hpp"
@@ -34,7 +35,13 @@ struct ValidateCommand {
       const ClusterOverrides overrides = load_cluster_overrides(cluster, &cluster_hardware);
       opt.adjust_hardware = [overrides](HardwareProfile& hw) { apply_overrides(hw, overrides); };
     }
-    const ValidationReport rep = validate_runs(table, opt);
+    const ValidationReport rep = [&] {
+      Progress bar("validate: pricing rows");
+      opt.progress = &bar;
+      ValidationReport r = validate_runs(table, opt);
+      opt.progress = nullptr;
+      return r;
+    }();
     if (json) print_json(rep);
     else print_text(rep);
     return 0;
