@@ -81,7 +81,7 @@ const DatedDefault kDatedDefaults[] = {
     {"megatron-deepspeed", 0, 202107, Setting::Zero3Synchronous, true, 1, 3, "as deepspeed"},
     {"*", 0, 0, Setting::SelectiveRecompute, true, 1, 3,
      "Megatron-Core --recompute-granularity selective, torchtitan activation_checkpoint.mode selective"},
-    {"*", 0, 202206, Setting::SelectiveRecompute, false, 1, 3,
+    {"*", 0, 202205, Setting::SelectiveRecompute, false, 1, 3,
      "selective activation recompute was published in 2022-05 (Korthikanti et al., arXiv 2205.05198); before it, "
      "Megatron-LM's --checkpoint-activations re-ran whole layers"},
     {"deepspeed", 0, 0, Setting::SelectiveRecompute, false, 1, 3,

@@ -237,3 +237,19 @@ TEST_CASE("a row with a built-in model's shape gets its whole architecture") {
   CHECK(rep.rows[1].scenario.model.name == "row Z2");  // no built-in model of that shape
   CHECK_FALSE(filled(rep.rows[1], "model="));
 }
+
+TEST_CASE("an unstated recompute is one the codebase had at its date: no selective before 2022-05 or in DeepSpeed") {
+  // A 175B model on 64 A100s needs some recompute; where selective existed it is the cheapest that
+  // fits, elsewhere the whole layer is re-run.
+  const ValidationReport rep = run(
+      "M21,a,96,12288,49152,96,96,51200,2048,,,,a100-sxm-80g,64,8,1,8,8,1,1,1,0,0,1,64,,fp16,150,,,,,,,megatron-lm,2021-04,,,\n"
+      "M22,b,96,12288,49152,96,96,51200,2048,,,,a100-sxm-80g,64,8,1,8,8,1,1,1,0,0,1,64,,fp16,150,,,,,,,megatron-lm,2022-05,,,\n"
+      "DS1,c,96,12288,49152,96,96,51200,2048,,,,a100-sxm-80g,64,8,1,8,8,1,1,1,0,0,1,64,,fp16,150,,,,,,,megatron-deepspeed,2023-06,,,\n"
+      "DS2,d,96,12288,49152,96,96,51200,2048,,,,a100-sxm-80g,64,8,1,8,8,1,1,1,0,0,1,64,,fp16,150,,,,,,,deepspeed,2023-06,fused-softmax,,\n");
+  REQUIRE(rep.rows.size() == 4);
+  for (const RowResult& row : rep.rows) REQUIRE_MESSAGE(row.scored, row.id << ": " << row.skip_reason);
+  CHECK(rep.rows[0].scenario.layout.recompute == Recompute::Full);
+  CHECK(rep.rows[1].scenario.layout.recompute == Recompute::Selective);
+  CHECK(rep.rows[2].scenario.layout.recompute == Recompute::Selective);  // Megatron's model code
+  CHECK(rep.rows[3].scenario.layout.recompute == Recompute::Full);       // the DeepSpeed engine's checkpointing
+}
