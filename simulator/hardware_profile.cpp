@@ -303,16 +303,12 @@ HardwareProfile parse_hardware(const std::string& yaml_text, const std::string& 
   }
   // Optional framework terms (hardware_profile.hpp); a fitted profile (calibrate -o) writes them.
   if (root["kernel_slowdown"]) {
-    hw.kernel_slowdown = r.number(root, "kernel_slowdown", "kernel_slowdown");
-    if (!(hw.kernel_slowdown >= 1 && hw.kernel_slowdown <= 4))
-      yaml_field_error(doc, root["kernel_slowdown"], "kernel_slowdown", "must be within [1, 4] (1: the microbenchmark's rate)");
+    hw.kernel_slowdown = r.number(root, "kernel_slowdown", "kernel_slowdown", 1, 4);  // 1: the microbenchmark's rate
   } else {
     hw.provenance["kernel_slowdown"] = "prior: 1 (measured kernels run at their microbenchmark rate)";
   }
   if (root["overlap_slowdown"]) {
-    hw.overlap_slowdown = r.number(root, "overlap_slowdown", "overlap_slowdown");
-    if (!(hw.overlap_slowdown >= 0 && hw.overlap_slowdown <= 1))
-      yaml_field_error(doc, root["overlap_slowdown"], "overlap_slowdown", "must be within [0, 1]");
+    hw.overlap_slowdown = r.number(root, "overlap_slowdown", "overlap_slowdown", 0, 1);
   } else {
     hw.provenance["overlap_slowdown"] =
         "prior: 0.189, the mean compute slowdown under overlapped communication (Lee et al. 2025, arXiv 2507.03114)";

@@ -166,6 +166,21 @@ TEST_CASE("hardware files: infinite peaks refused") {
   expect("predict --model llama3-8b --hardware " + hw, 1, {"field 'peak_tflops.bf16'", "not a finite number"});
 }
 
+TEST_CASE("hardware files: the framework terms are range-checked, naming the field") {
+  std::ifstream in("configs/hardware/h100-sxm-80g.yaml");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto with = [&](const std::string& name, const std::string& line) { return write_temp(name, text + line + "\n"); };
+  expect("predict --model llama3-8b --hardware " + with("os.yaml", "overlap_slowdown: {value: 2, source: \"fit: t\"}"), 1,
+         {"field 'overlap_slowdown'", "out of range (allowed: 0 to 1)"});
+  expect("predict --model llama3-8b --hardware " + with("ks.yaml", "kernel_slowdown: {value: 0.5, source: \"fit: t\"}"), 1,
+         {"field 'kernel_slowdown'", "out of range (allowed: 1 to 4)"});
+  expect("predict --model llama3-8b --hardware " + with("so.yaml", "step_overhead: {value: -5ms, source: \"fit: t\"}"), 1,
+         {"field 'step_overhead'"});
+  // In range they are read.
+  expect("predict --model llama3-8b --hardware " + with("ok.yaml", "step_overhead: {value: 90ms, source: \"fit: t\"}"), 0,
+         {"step "});
+}
+
 TEST_CASE("plan and scenario files: dp must agree with gpus, unknown and duplicate keys refused") {
   std::string plan = write_temp("dp3.yaml", "model: llama3-8b\nhardware: h100-sxm-80g\ngpus: 8\n"
                                             "workload: {seq: 4096, global_batch: 48}\nlayout: {dp: 3}\n");
