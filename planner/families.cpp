@@ -1,8 +1,10 @@
 #include "planner/families.hpp"
 
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <thread>
 
 #include "simulator/cost_model.hpp"
 #include "simulator/step_simulator.hpp"
@@ -99,23 +101,15 @@ std::vector<FamilyVerdict> compare_families(const PlanRequest& rq, const PlanRes
       {"lower ZeRO stage", [r](const Layout& l) { return l.zero < r.zero; }, kZero},
       {"higher ZeRO stage", [r](const Layout& l) { return l.zero > r.zero; }, kZero},
   };
-  // Both sides of a comparison on the predictor that ranked them: the simulator where the
-  // recommendation was refined by it (a family's layout outside the refined top is simulated
-  // here), else the closed form.
-  const bool simulated = rec.simulated_step_time > 0;
-  auto time_of = [&](const Candidate& c) {
-    if (!simulated) return c.step_time;
-    if (c.simulated_step_time > 0) return c.simulated_step_time;
-    return simulate_step(rq.model, rq.hardware, rq.work, c.layout).step_time;
-  };
-  const Seconds rec_time = time_of(rec);
+  // Pick each family's layout: its fastest that changes only what the family is about (dp and the
+  // micro-batch follow), failing that its fastest, whose other changes the label says. A layout
+  // that stands for several families is one entry under all of their names.
   std::vector<FamilyVerdict> out;
+  std::vector<unsigned> own;  // per entry: the fields its families are about, together
   for (const Family& f : families) {
     if (f.member(r)) continue;  // the recommended layout belongs to it
     FamilyVerdict v;
     v.family = f.name;
-    // The family's fastest layout that changes only what the family is about (dp and the
-    // micro-batch follow); failing that, its fastest layout, with what else it changes said.
     const Candidate* pure = nullptr;
     const Candidate* any = nullptr;
     for (const Candidate& c : res.ranked) {
@@ -133,21 +127,52 @@ std::vector<FamilyVerdict> compare_families(const PlanRequest& rq, const PlanRes
         continue;
       v.why = "no layout of this family fits the memory budget";
       out.push_back(std::move(v));
+      own.push_back(f.own);
       continue;
     }
-    // One entry per layout: a layout that stands for several families is listed once, under all
-    // of their names.
     bool merged = false;
-    for (FamilyVerdict& seen : out)
-      if (seen.best && seen.best->layout == v.best->layout) {
-        seen.family += ", " + f.name;
+    for (size_t i = 0; i < out.size() && !merged; ++i)
+      if (out[i].best && out[i].best->layout == v.best->layout) {
+        out[i].family += ", " + f.name;
+        own[i] |= f.own;
         merged = true;
       }
     if (merged) continue;
-    const unsigned extra = changed_fields(r, v.best->layout) & ~f.own;
-    if (extra != 0) v.family += " (also " + describe_changes(r, v.best->layout, extra) + ")";
-    v.why = explain_difference(rq, r, v.best->layout, time_of(*v.best) / rec_time);
     out.push_back(std::move(v));
+    own.push_back(f.own);
+  }
+
+  // Both sides of a comparison on the predictor that ranked them: the simulator where the
+  // recommendation was refined by it (a family's layout outside the refined top is simulated
+  // here, one thread each, as refine_with_simulator does), else the closed form.
+  const bool simulated = rec.simulated_step_time > 0;
+  std::vector<Seconds> times(out.size(), 0);
+  std::vector<size_t> to_simulate;
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (!out[i].best) continue;
+    times[i] = simulated ? out[i].best->simulated_step_time : out[i].best->step_time;
+    if (times[i] <= 0) to_simulate.push_back(i);
+  }
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t k = next++; k < to_simulate.size(); k = next++) {
+      const size_t i = to_simulate[k];
+      times[i] = simulate_step(rq.model, rq.hardware, rq.work, out[i].best->layout).step_time;
+    }
+  };
+  const int threads = std::max(1, std::min<int>(rq.threads > 0 ? rq.threads : int(std::max(1u, std::thread::hardware_concurrency())),
+                                                int(to_simulate.size())));
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (auto& th : pool) th.join();
+
+  const Seconds rec_time = simulated ? rec.simulated_step_time : rec.step_time;
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (!out[i].best) continue;
+    const unsigned extra = changed_fields(r, out[i].best->layout) & ~own[i];
+    if (extra != 0) out[i].family += " (also " + describe_changes(r, out[i].best->layout, extra) + ")";
+    out[i].why = explain_difference(rq, r, out[i].best->layout, times[i] / rec_time);
   }
   return out;
 }
