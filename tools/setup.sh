@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what sixfold needs to build (Debian 12 packages) and builds it into build/.
 # Idempotent: installs only what is missing, rebuilds only what changed. Used by tools/sixfold.sh
-# and tools/test.sh; run it alone to just build.
+# (which builds only the sixfold binary: `setup.sh sixfold`) and tools/test.sh (everything); run
+# it alone to just build everything. Arguments, if any, are the CMake targets to build.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${SIXFOLD_BUILD_DIR:-$root/build}
@@ -30,4 +31,6 @@ fi
 if [ ! -f "$build/build.ninja" ]; then
   cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release "${cuda_args[@]}" >&2
 fi
-cmake --build "$build" -j "$(nproc)" >&2
+targets=()
+for t in "$@"; do targets+=(--target "$t"); done
+cmake --build "$build" -j "$(nproc)" "${targets[@]}" >&2

@@ -42,3 +42,27 @@ TEST_CASE("run --backend cuda: runs on a GPU, else a usage error saying why") {
   opt.backend = "tpu";
   CHECK_THROWS_AS(run_plan(tiny_model(), l, tiny_workload(), opt), UsageError);
 }
+
+#ifdef SIXFOLD_HAVE_CUDA
+#include <cublasLt.h>
+
+#include <fstream>
+#include <sstream>
+
+namespace {
+bool mapped(const std::string& library) {
+  std::ifstream maps("/proc/self/maps");
+  std::stringstream text;
+  text << maps.rdbuf();
+  return text.str().find(library) != std::string::npos;
+}
+}  // namespace
+
+// kernels/cublaslt_loader.cu: the first cuBLASLt call loads the real library (no GPU needed to
+// ask it for a status name); a failure to load would answer the loader's own fallback text.
+TEST_CASE("cuBLASLt is loaded on its first call, from the real library") {
+  CHECK(std::string(cublasLtGetStatusName(CUBLAS_STATUS_SUCCESS)) == "CUBLAS_STATUS_SUCCESS");
+  CHECK(std::string(cublasLtGetStatusName(CUBLAS_STATUS_NOT_INITIALIZED)) == "CUBLAS_STATUS_NOT_INITIALIZED");
+  CHECK(mapped("libcublasLt.so"));
+}
+#endif
