@@ -22,7 +22,7 @@ std::string show_size(std::size_t bytes) {
 }
 
 // Writes all of `text` to fd; false (errno set) on any short or failed write.
-bool write_all(int fd, const std::string& text) {
+bool write_all(int fd, std::string_view text) {
   const char* p = text.data();
   std::size_t left = text.size();
   while (left > 0) {
@@ -73,54 +73,91 @@ std::string read_text_file(const std::string& path, std::size_t max_bytes, const
   return text;
 }
 
-void write_text_file(const std::string& path, const std::string& text) {
+FileWriter::FileWriter(const std::string& path) : path_(path) {
   if (path.empty()) throw Error("cannot write '': empty file name");
   struct stat st {};
-  const bool exists = ::stat(path.c_str(), &st) == 0;
-  if (exists && S_ISDIR(st.st_mode)) throw Error("cannot write '" + path + "': it is a directory");
-  if (exists && !S_ISREG(st.st_mode)) {
+  existed_ = ::stat(path.c_str(), &st) == 0;
+  if (existed_ && S_ISDIR(st.st_mode)) throw Error("cannot write '" + path + "': it is a directory");
+  if (existed_ && !S_ISREG(st.st_mode)) {
     // A device or a pipe: no rename possible; write in place and check every step.
-    const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
-    if (fd < 0) throw Error("cannot write '" + path + "': " + reason());
-    const bool ok = write_all(fd, text);
-    const std::string why = ok ? "" : reason();
-    const bool closed = ::close(fd) == 0;
-    if (!ok) throw Error("cannot write '" + path + "': " + why);
-    if (!closed) throw Error("cannot write '" + path + "': " + reason());
+    fd_ = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd_ < 0) throw Error("cannot write '" + path + "': " + reason());
     return;
   }
   const auto slash = path.find_last_of('/');
   const std::string folder = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
   const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
   std::string tmp = folder + "/." + base + ".tmp-XXXXXX";
-  const int fd = ::mkstemp(tmp.data());
-  if (fd < 0) throw Error("cannot write '" + path + "': " + reason() + " (creating a temporary file in " + folder + ")");
-  auto fail = [&](const std::string& why) {
-    ::unlink(tmp.c_str());
-    throw Error("cannot write '" + path + "': " + why);
-  };
-  if (!write_all(fd, text)) {
-    const std::string why = reason();
-    ::close(fd);
-    fail(why);
-  }
-  if (::fsync(fd) != 0 && errno != EINVAL && errno != EROFS) {
-    const std::string why = reason();
-    ::close(fd);
-    fail(why);
-  }
+  fd_ = ::mkstemp(tmp.data());
+  if (fd_ < 0) throw Error("cannot write '" + path + "': " + reason() + " (creating a temporary file in " + folder + ")");
+  tmp_ = tmp;
   // Keep the old file's permissions where there was one; a new file gets 0666 less the umask.
-  mode_t mode = 0666;
-  if (exists) {
-    mode = st.st_mode & 07777;
+  if (existed_) {
+    mode_ = st.st_mode & 07777;
   } else {
     const mode_t mask = ::umask(0);
     ::umask(mask);
-    mode &= ~mask;
+    mode_ = 0666 & ~mask;
   }
-  ::fchmod(fd, mode);
+}
+
+FileWriter::~FileWriter() {
+  if (fd_ >= 0) ::close(fd_);
+  if (!tmp_.empty()) ::unlink(tmp_.c_str());
+}
+
+void FileWriter::fail(const std::string& why) {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+  if (!tmp_.empty()) ::unlink(tmp_.c_str());
+  tmp_.clear();
+  throw Error("cannot write '" + path_ + "': " + why);
+}
+
+void FileWriter::flush() {
+  if (buffer_.empty()) return;
+  if (fd_ < 0) throw Error("cannot write '" + path_ + "': the writer has already failed or committed");
+  if (!write_all(fd_, buffer_)) fail(reason());
+  buffer_.clear();
+}
+
+void FileWriter::append(std::string_view text) {
+  constexpr std::size_t kChunk = 1 << 20;
+  if (buffer_.size() + text.size() < kChunk) {
+    buffer_.append(text);
+    return;
+  }
+  flush();
+  if (text.size() < kChunk) {
+    buffer_.append(text);
+    return;
+  }
+  if (fd_ < 0) throw Error("cannot write '" + path_ + "': the writer has already failed or committed");
+  if (!write_all(fd_, text)) fail(reason());  // large: straight through, no copy
+}
+
+void FileWriter::commit() {
+  flush();
+  if (fd_ < 0) throw Error("cannot write '" + path_ + "': the writer has already failed or committed");
+  if (tmp_.empty()) {  // in place
+    const int fd = fd_;
+    fd_ = -1;
+    if (::close(fd) != 0) throw Error("cannot write '" + path_ + "': " + reason());
+    return;
+  }
+  if (::fsync(fd_) != 0 && errno != EINVAL && errno != EROFS) fail(reason());
+  ::fchmod(fd_, mode_t(mode_));
+  const int fd = fd_;
+  fd_ = -1;
   if (::close(fd) != 0) fail(reason());
-  if (::rename(tmp.c_str(), path.c_str()) != 0) fail(reason());
+  if (::rename(tmp_.c_str(), path_.c_str()) != 0) fail(reason());
+  tmp_.clear();
+}
+
+void write_text_file(const std::string& path, const std::string& text) {
+  FileWriter out(path);
+  out.append(text);
+  out.commit();
 }
 
 }  // namespace sixfold

@@ -4,6 +4,7 @@
 // every error checked, and is renamed over the target only then.
 #include <cstddef>
 #include <string>
+#include <string_view>
 
 namespace sixfold {
 
@@ -15,5 +16,30 @@ std::string read_text_file(const std::string& path, std::size_t max_bytes, const
 // regular file (/dev/stdout, a pipe, /dev/full) is written in place, every error still checked.
 // Throws Error "cannot write 'PATH': REASON" and removes the temporary file on any failure.
 void write_text_file(const std::string& path, const std::string& text);
+
+// The same, streamed: for outputs too large to build in memory first (a Chrome trace of a big
+// layout is hundreds of MB). Text is buffered and written as it comes; commit() makes the file
+// appear at `path`; a writer destroyed without commit() (an exception on the way) removes its
+// temporary file, so the target keeps its old content or stays absent.
+class FileWriter {
+ public:
+  explicit FileWriter(const std::string& path);
+  ~FileWriter();
+  FileWriter(const FileWriter&) = delete;
+  FileWriter& operator=(const FileWriter&) = delete;
+
+  void append(std::string_view text);
+  void commit();
+
+ private:
+  void flush();
+  [[noreturn]] void fail(const std::string& why);
+
+  std::string path_, tmp_;  // tmp_ empty: writing in place (a device or a pipe)
+  int fd_ = -1;
+  bool existed_ = false;
+  unsigned mode_ = 0666;
+  std::string buffer_;
+};
 
 }  // namespace sixfold

@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/units.hpp"
 #include "executor/communicator.hpp"
@@ -18,6 +19,13 @@ namespace sixfold {
 struct OpTime {
   Seconds total = 0;
   long calls = 0;
+};
+
+// One timed op on this rank's clock, seconds since the backend was made: the measured timeline.
+struct OpEvent {
+  const char* name = "";  // static string, as ScopedOpTimer takes it
+  Seconds start = 0, end = 0;
+  int depth = 0;          // timed inside this many other timed ops
 };
 
 class Backend {
@@ -39,6 +47,11 @@ class Backend {
   MemoryTracker& memory() { return memory_; }
   Communicator& world() { return *world_; }
   std::map<std::string, OpTime>& op_times() { return op_times_; }
+  // The ops timed since the last clear (the runtime clears it before each step, so that it holds
+  // the last step only: bounded by one step's ops).
+  std::vector<OpEvent>& op_events() { return op_events_; }
+  std::chrono::steady_clock::time_point origin() const { return origin_; }
+  int& op_depth() { return op_depth_; }
 
  protected:
   explicit Backend(std::unique_ptr<Communicator> world) : world_(std::move(world)) {}
@@ -47,24 +60,36 @@ class Backend {
   MemoryTracker memory_;
   std::unique_ptr<Communicator> world_;
   std::map<std::string, OpTime> op_times_;
+  std::vector<OpEvent> op_events_;
+  std::chrono::steady_clock::time_point origin_ = std::chrono::steady_clock::now();
+  int op_depth_ = 0;
 };
 
-// Adds the wall time of a scope to backend.op_times()[name].
+// Adds the wall time of a scope to backend.op_times()[name] and its span to backend.op_events().
 class ScopedOpTimer {
  public:
   ScopedOpTimer(Backend& backend, const char* name)
-      : backend_(backend), entry_(backend.op_times()[name]), start_(std::chrono::steady_clock::now()) {
+      : backend_(backend), entry_(backend.op_times()[name]), name_(name), depth_(backend.op_depth()++),
+        start_(std::chrono::steady_clock::now()) {
     backend_.op_begin(name);
   }
   ~ScopedOpTimer() {
     backend_.op_end();
-    entry_.total += std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    const auto end = std::chrono::steady_clock::now();
+    entry_.total += std::chrono::duration<double>(end - start_).count();
     ++entry_.calls;
+    --backend_.op_depth();
+    const auto since = [&](std::chrono::steady_clock::time_point t) {
+      return std::chrono::duration<double>(t - backend_.origin()).count();
+    };
+    backend_.op_events().push_back({name_, since(start_), since(end), depth_});
   }
 
  private:
   Backend& backend_;
   OpTime& entry_;
+  const char* name_;
+  int depth_;
   std::chrono::steady_clock::time_point start_;
 };
 

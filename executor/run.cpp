@@ -31,6 +31,7 @@ void train(const ModelSpec& model, const Layout& layout, const Workload& work, c
   hp.lr = options.lr;
   ModelRuntime<T> runtime(model, layout, work, groups, backend, options.seed, hp);
   for (int step = 0; step < options.steps; ++step) {
+    backend.op_events().clear();
     const auto start = std::chrono::steady_clock::now();
     report.losses.push_back(runtime.train_step(step));
     report.step_times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
@@ -116,6 +117,7 @@ RunReport run_plan_on(const ModelSpec& model, const Layout& layout, const Worklo
   report.step_time = sorted[sorted.size() / 2];
   report.tokens_per_second = double(work.global_batch) * double(work.seq) / report.step_time;
   report.op_times = backend->op_times();
+  report.last_step_ops = backend->op_events();
 #ifdef SIXFOLD_HAVE_CUDA
   if (!options.trace_path.empty()) {
     report.trace_written = trace_path_of_rank(options.trace_path, report.rank, report.world_size);

@@ -47,6 +47,7 @@ struct RunReport {
   Seconds step_time = 0;                     // median step time (the first step excluded when there are more)
   double tokens_per_second = 0;              // global tokens per step / step_time
   std::map<std::string, OpTime> op_times;    // this rank, summed over all steps
+  std::vector<OpEvent> last_step_ops;        // this rank's timed ops of the last step (the measured timeline)
   std::vector<RankMemory> memory_per_rank;   // every rank's peaks (gathered), index = world rank
   int emulated_rank = -1;                    // >= 0: memory_per_rank holds only this rank's (index 0)
   std::string trace_written;                 // path of the device trace this rank wrote, if any

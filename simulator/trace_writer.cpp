@@ -1,5 +1,7 @@
 #include "simulator/trace_writer.hpp"
 
+#include <functional>
+
 #include "common/error.hpp"
 #include "common/file_io.hpp"
 
@@ -35,10 +37,12 @@ std::string task_name(const Task& t) {
   return "?";
 }
 
-void add_complete(nlohmann::json& events, const std::string& name, const char* category, int pid, Stream stream,
+using EventSink = std::function<void(nlohmann::json&&)>;
+
+void add_complete(const EventSink& events, const std::string& name, const char* category, int pid, Stream stream,
                   Seconds start, Seconds duration, nlohmann::json args = nlohmann::json::object()) {
   if (duration <= 0) return;
-  events.push_back({{"name", name},
+  events({{"name", name},
                     {"cat", category},
                     {"ph", "X"},
                     {"pid", pid},
@@ -48,15 +52,14 @@ void add_complete(nlohmann::json& events, const std::string& name, const char* c
                     {"args", std::move(args)}});
 }
 
-}  // namespace
-
-nlohmann::json chrome_trace(const SimulationResult& r, const std::string& title) {
-  nlohmann::json events = nlohmann::json::array();
+// Every event of the trace, in order, handed to `events` one at a time: the writer streams them,
+// chrome_trace() collects them.
+void emit_events(const SimulationResult& r, const EventSink& events) {
   for (const StageSimulation& s : r.stages) {
-    events.push_back(metadata("process_name", s.stage, 0, "stage " + std::to_string(s.stage)));
-    events.push_back({{"name", "process_sort_index"}, {"ph", "M"}, {"pid", s.stage}, {"tid", 0}, {"args", {{"sort_index", s.stage}}}});
+    events(metadata("process_name", s.stage, 0, "stage " + std::to_string(s.stage)));
+    events({{"name", "process_sort_index"}, {"ph", "M"}, {"pid", s.stage}, {"tid", 0}, {"args", {{"sort_index", s.stage}}}});
     for (int st = 0; st < kStreamCount; ++st)
-      events.push_back(metadata("thread_name", s.stage, st, to_string(Stream(st))));
+      events(metadata("thread_name", s.stage, st, to_string(Stream(st))));
   }
   for (const Task& t : r.tasks) {
     const bool block = t.kind == TaskKind::Forward || t.kind == TaskKind::Backward || t.kind == TaskKind::WeightGrad;
@@ -85,15 +88,36 @@ nlohmann::json chrome_trace(const SimulationResult& r, const std::string& title)
   }
   for (const StageSimulation& s : r.stages)
     for (const MemorySample& m : s.memory)
-      events.push_back({{"name", "memory"}, {"ph", "C"}, {"pid", s.stage}, {"tid", 0}, {"ts", m.time * kMicro},
+      events({{"name", "memory"}, {"ph", "C"}, {"pid", s.stage}, {"tid", 0}, {"ts", m.time * kMicro},
                         {"args", {{"GiB", m.bytes / kGiB}}}});
-  return {{"traceEvents", events},
-          {"displayTimeUnit", "ms"},
-          {"otherData", {{"title", title}, {"step_time_s", r.step_time}, {"bottleneck_stage", r.bottleneck_stage}}}};
 }
 
+nlohmann::json other_data(const SimulationResult& r, const std::string& title) {
+  return {{"title", title}, {"step_time_s", r.step_time}, {"bottleneck_stage", r.bottleneck_stage}};
+}
+
+}  // namespace
+
+nlohmann::json chrome_trace(const SimulationResult& r, const std::string& title) {
+  nlohmann::json events = nlohmann::json::array();
+  emit_events(r, [&](nlohmann::json&& e) { events.push_back(std::move(e)); });
+  return {{"traceEvents", std::move(events)}, {"displayTimeUnit", "ms"}, {"otherData", other_data(r, title)}};
+}
+
+// Streamed: one event in memory at a time (a 405B/512 trace is ~200 MB of text).
 void write_chrome_trace(const SimulationResult& r, const std::string& title, const std::string& path) {
-  write_text_file(path, chrome_trace(r, title).dump() + "\n");
+  FileWriter out(path);
+  out.append("{\"displayTimeUnit\":\"ms\",\"otherData\":");
+  out.append(other_data(r, title).dump());
+  out.append(",\"traceEvents\":[");
+  bool first = true;
+  emit_events(r, [&](nlohmann::json&& e) {
+    if (!first) out.append(",");
+    first = false;
+    out.append(e.dump());
+  });
+  out.append("]}\n");
+  out.commit();
 }
 
 }  // namespace sixfold

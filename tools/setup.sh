@@ -9,6 +9,8 @@ build=${SIXFOLD_BUILD_DIR:-$root/build}
 
 packages=(cmake ninja-build g++ libeigen3-dev libboost-graph-dev libyaml-cpp-dev doctest-dev libcli11-dev
           nlohmann-json3-dev libopenmpi-dev openmpi-bin)
+# tools/test.sh adds what only tests use: Chromium renders the HTML report in tests/cli/test_report.cpp.
+if [ "${SIXFOLD_SETUP_TEST_TOOLS:-0}" = 1 ]; then packages+=(chromium); fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -3,6 +3,6 @@
 # GPU tests (label gpu) report as skipped where no GPU is present.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-bash "$root/tools/setup.sh"
+SIXFOLD_SETUP_TEST_TOOLS=1 bash "$root/tools/setup.sh"
 cd "${SIXFOLD_BUILD_DIR:-$root/build}"
 ctest --output-on-failure -j "$(nproc)" --timeout 900

@@ -172,3 +172,35 @@ TEST_CASE("YAML: duplicate keys, deep nesting and alias bombs refused with file 
         "f.yaml:1: field 'layout.tp': '0' is out of range (allowed: 1 to 8)");
   CHECK(contains(message_of([&] { yaml_number(doc, doc.root, "f", 0, 1); }), "f.yaml:2: field 'f': '.nan' is not a finite number"));
 }
+
+TEST_CASE("streamed output: the file appears only on commit, and an abandoned writer leaves nothing") {
+  const auto dir = std::filesystem::temp_directory_path() / "sixfold-stream-test";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "trace.json").string();
+  {
+    FileWriter out(path);
+    out.append("partial");
+    // An exception on the way: the writer goes out of scope uncommitted.
+  }
+  CHECK(std::filesystem::is_empty(dir));
+  write_text_file(path, "old\n");
+  {
+    FileWriter out(path);
+    std::string big(3 << 20, 'x');  // larger than the buffer: written straight through
+    out.append("[");
+    out.append(big);
+    for (int i = 0; i < 1000; ++i) out.append(",1");
+    CHECK(std::filesystem::file_size(path) == 4);  // the old file, untouched while streaming
+    out.append("]\n");
+    out.commit();
+  }
+  CHECK(std::filesystem::file_size(path) == 1 + (3u << 20) + 2000 + 2);
+  int files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) files += e.is_regular_file() ? 1 : 0;
+  CHECK(files == 1);
+  FileWriter full("/dev/full");
+  full.append("text");
+  CHECK(contains(message_of([&] { full.commit(); }), "cannot write '/dev/full'"));
+  std::filesystem::remove_all(dir);
+}

@@ -88,6 +88,7 @@ TEST_CASE("trace: parses as JSON, events well formed, no overlap on a stream") {
     std::ifstream in(path);
     const nlohmann::json trace = nlohmann::json::parse(in);  // throws when it is not JSON
     std::filesystem::remove(path);
+    CHECK(trace == chrome_trace(r, c.model));  // the streamed file holds what the in-memory document does
     REQUIRE(trace.contains("traceEvents"));
     REQUIRE(trace["traceEvents"].is_array());
 

@@ -9,6 +9,8 @@
 #include <set>
 
 #include "planner/exporters.hpp"
+#include "simulator/step_simulator.hpp"
+#include "tools/cli/html_report.hpp"
 #include "planner/families.hpp"
 #include "planner/plan_file.hpp"
 #include "planner/planner.hpp"
@@ -70,7 +72,7 @@ Layout parse_layout_spec(const std::string& spec, int gpus) {
 
 struct PlanCommand {
   ScenarioFlags flags;
-  std::string export_path, export_format, schedules;
+  std::string export_path, export_format, schedules, report;
   std::optional<Bytes> mem_budget;
   std::vector<std::string> compare;
   std::optional<int> threads, top, max_tp, refine;
@@ -271,6 +273,24 @@ struct PlanCommand {
                     << "simulated step time\n";
       }
     }
+    if (!report.empty()) {
+      const SimulationResult sim = simulate_step(s.model, s.hardware, s.work, s.layout);
+      ReportInput in = report_input("plan", s, p);
+      in.simulation = &sim;
+      in.budget = res.budget;
+      in.budget_label = "budget";
+      in.ranked_total = res.ranked.size();
+      for (size_t i = 0; i < res.ranked.size() && i < 50; ++i) {
+        const Candidate& c = res.ranked[i];
+        Prediction cp;  // the throughput of a ranked layout, from its step time
+        cp.step_time = c.simulated_step_time > 0 ? c.simulated_step_time : c.step_time;
+        set_throughput(cp, s.model, s.hardware, s.work, c.layout);
+        in.ranked.push_back({describe(c.layout) + " " + to_string(c.layout.schedule) + " " + to_string(c.layout.dp_overlap),
+                             cp.step_time, c.peak_memory, cp.tokens_per_s_per_gpu});
+      }
+      write_html_report(in, report);
+      if (!json) std::cout << "\nwrote " << report << " (HTML report)\n";
+    }
     if (!export_path.empty()) {
       write_text_file(export_path, export_plan(format, s, p));
       if (!json) std::cout << "\nwrote " << export_path << " (" << to_string(format) << ")\n";
@@ -402,6 +422,7 @@ Registrar reg("plan", "search every layout, recommend the fastest that fits, exp
                  "a layout to hold against the recommendation, e.g. tp=8,pp=16,zero=1,sp (repeatable): its step "
                  "time, rank and why it loses");
   app.add_option("--export", cmd->export_path, "write the plan (or the --export-format) to this file");
+  app.add_option("--report", cmd->report, "also write a self-contained HTML page of charts to FILE.html");
   app.add_option("--export-format", cmd->export_format, "yaml | megatron | deepspeed | torchtitan (default yaml)");
   return Action([cmd] { return cmd->run(); });
 });

@@ -3,6 +3,8 @@
 
 #include "simulator/cost_model.hpp"
 #include "simulator/prediction_json.hpp"
+#include "simulator/step_simulator.hpp"
+#include "tools/cli/html_report.hpp"
 #include "tools/cli/command.hpp"
 #include "tools/cli/report.hpp"
 #include "tools/cli/scenario_options.hpp"
@@ -13,11 +15,18 @@ namespace {
 struct PredictCommand {
   ScenarioFlags flags;
   bool json = false;
+  std::string report;
 
   int run() const {
     const Scenario s = flags.resolve(true);
     flags.validate(s);
     const Prediction p = predict(s.model, s.hardware, s.work, s.layout);
+    if (!report.empty()) {
+      const SimulationResult sim = simulate_step(s.model, s.hardware, s.work, s.layout);
+      ReportInput in = report_input("predict", s, p);
+      in.simulation = &sim;
+      write_html_report(in, report);
+    }
     if (json) {
       auto j = prediction_json(p);
       nlohmann::ordered_json out;
@@ -48,6 +57,7 @@ Registrar reg("predict", "price one layout: per-GPU memory and step time by comp
   auto cmd = std::make_shared<PredictCommand>();
   cmd->flags.add_to(app, true);
   app.add_flag("--json", cmd->json, "machine-readable output (schema in README)");
+  app.add_option("--report", cmd->report, "also write a self-contained HTML page of charts to FILE.html");
   return Action([cmd] { return cmd->run(); });
 });
 

@@ -6,10 +6,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "executor/measured_op_class.hpp"
 #include "executor/run.hpp"
 #include "simulator/cost_model.hpp"
 #include "tools/cli/command.hpp"
 #include "tools/cli/flags.hpp"
+#include "tools/cli/html_report.hpp"
 #include "tools/cli/scenario_options.hpp"
 
 namespace sixfold::cli {
@@ -17,7 +19,7 @@ namespace {
 
 struct RunCommand {
   ScenarioFlags flags;
-  std::string backend = "cpu", precision = "float32", cpu_profile, trace;
+  std::string backend = "cpu", precision = "float32", cpu_profile, trace, report;
   std::optional<int> steps, emulate_rank;
   std::optional<Seconds> timeout_s;
   bool json = false;
@@ -51,6 +53,7 @@ struct RunCommand {
     // Under --emulate-rank the one row measured is that world rank's.
     auto world_rank = [&](int row) { return rep.emulated_rank >= 0 ? rep.emulated_rank : row; };
     auto stage_of = [&](int row) { return world_rank(row) / (s.layout.tp * s.layout.cp * s.layout.dp); };
+    if (!report.empty()) write_report(s, rep, cpu_work, timed, predicted[stage_of(0)]);
 
     if (json) {
       nlohmann::ordered_json j;
@@ -131,6 +134,43 @@ struct RunCommand {
                   "to predict the step time)\n");
     return 0;
   }
+
+  // The HTML page: the prediction (the calibrated CPU profile's when given, else the scenario's
+  // hardware), the simulated timeline, and what rank 0 measured.
+  void write_report(const Scenario& s, const RunReport& rep, const Workload& cpu_work, const std::optional<Prediction>& timed,
+                    const MemoryBreakdown& predicted_memory) const {
+    const HardwareProfile hw = timed ? load_hardware(cpu_profile) : s.hardware;
+    const Prediction p = timed ? *timed : predict(s.model, hw, cpu_work, s.layout);
+    const SimulationResult sim = simulate_step(s.model, hw, cpu_work, s.layout);
+    ReportInput in = report_input("run", s, p);
+    in.simulation = &sim;
+    if (timed) in.header += " (predicted with " + cpu_profile + ")";
+    ReportMeasured m;
+    m.backend = backend + ", " + std::to_string(rep.world_size) + " rank(s)";
+    m.step_times = rep.step_times;
+    m.step_time = rep.step_time;
+    std::map<std::string, Seconds> by_class;
+    for (const auto& [name, t] : rep.op_times) {
+      const std::string c = measured_op_class(name);
+      if (!c.empty()) by_class[c] += t.total / double(rep.step_times.size());
+    }
+    m.measured_by_class.assign(by_class.begin(), by_class.end());
+    if (timed) {
+      m.predicted_by_class = timed->compute_by_op_class;
+      const TimeBreakdown& t = timed->time;
+      m.predicted_by_class.emplace_back("communication", t.tp_comm + t.cp_comm + t.ep_comm + t.pp_comm + t.dp_comm);
+      m.predicted_by_class.emplace_back("optimizer", t.optimizer);
+    }
+    for (const OpEvent& e : rep.last_step_ops) m.timeline.push_back({e.name, e.start, e.end, e.depth});
+    const auto& mem = rep.memory_per_rank.at(0);
+    m.memory_measured = {{"weights", Bytes(mem.peak_by_category[0])}, {"gradients", Bytes(mem.peak_by_category[1])},
+                         {"optimizer", Bytes(mem.peak_by_category[2])}, {"activations", Bytes(mem.peak_by_category[3])}};
+    const MemoryBreakdown& pm = predicted_memory;
+    m.memory_predicted = {{"weights", pm.weights}, {"gradients", pm.gradients}, {"optimizer", pm.optimizer_states + pm.master_weights},
+                          {"activations", pm.activations + pm.moe_activations + pm.logits}};
+    in.measured = std::move(m);
+    write_html_report(in, report);
+  }
 };
 
 Registrar reg("run", "execute a plan on this launch's ranks (CPU over MPI) and compare with the prediction", [](CLI::App& app) {
@@ -150,6 +190,8 @@ Registrar reg("run", "execute a plan on this launch's ranks (CPU over MPI) and c
                  "run world rank R of the layout alone on this device: its compute and memory, collectives as local "
                  "copies (modeled, not measured)");
   app.add_flag("--json", cmd->json, "machine-readable report");
+  app.add_option("--report", cmd->report,
+                 "also write a self-contained HTML page: prediction, simulated and measured timelines, per-op-class times");
   return Action([cmd] { return cmd->run(); });
 });
 

@@ -7,6 +7,7 @@
 #include "simulator/step_simulator.hpp"
 #include "simulator/trace_writer.hpp"
 #include "tools/cli/command.hpp"
+#include "tools/cli/html_report.hpp"
 #include "tools/cli/report.hpp"
 #include "tools/cli/scenario_options.hpp"
 
@@ -16,7 +17,7 @@ namespace {
 struct SimulateCommand {
   ScenarioFlags flags;
   bool json = false;
-  std::string trace;
+  std::string trace, report;
 
   nlohmann::ordered_json to_json(const Scenario& s, const SimulationResult& r, const Prediction& closed) const {
     nlohmann::ordered_json out;
@@ -65,9 +66,15 @@ struct SimulateCommand {
     const Scenario s = flags.resolve(true);
     flags.validate(s);
     const StepProgram program = expand_step_program(s.model, s.layout, s.work);
-    const SimulationResult r = simulate_step(s.model, s.hardware, s.work, s.layout, program, !trace.empty());
+    const SimulationResult r = simulate_step(s.model, s.hardware, s.work, s.layout, program,
+                                             !trace.empty() || !report.empty());
     const Prediction closed = predict(s.model, s.hardware, s.work, s.layout, program);
     if (!trace.empty()) write_chrome_trace(r, s.model.name + " " + describe(s.layout), trace);
+    if (!report.empty()) {
+      ReportInput in = report_input("simulate", s, r.prediction);
+      in.simulation = &r;
+      write_html_report(in, report);
+    }
     if (json) {
       std::cout << to_json(s, r, closed).dump(2) << "\n";
       return 0;
@@ -100,6 +107,7 @@ Registrar reg("simulate", "simulate one training step: timeline, bubble, exposed
                 cmd->flags.add_to(app, true);
                 app.add_flag("--json", cmd->json, "machine-readable output: predict's keys plus \"simulated\" and per-stage detail");
                 app.add_option("--trace", cmd->trace, "write a Chrome trace (Perfetto) of the step to this file");
+                app.add_option("--report", cmd->report, "also write a self-contained HTML page of charts to FILE.html");
                 return Action([cmd] { return cmd->run(); });
               });
 
