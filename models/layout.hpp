@@ -124,7 +124,7 @@ struct Workload {
   // Adam's two moments in bf16 instead of fp32 (Megatron-Core's precision-aware optimizer,
   // --exp-avg-dtype/--exp-avg-sq-dtype bf16; DeepSeek-V3 trains so, its report section 3.3).
   bool bf16_adam_moments = false;
-  // Megatron's --activation-func-fp8-input-store: the SwiGLU keeps its input in fp8 for the
+  // Megatron-Core's activation_func_fp8_input_store (a config field, no flag): the SwiGLU keeps its input in fp8 for the
   // backward (dense and expert MLPs); DeepSeek-V3 caches the MoE SwiGLU inputs so (its report,
   // section 3.3.4).
   bool fp8_activation_input_store = false;

@@ -54,7 +54,8 @@ std::string moe_layer_pattern(const ModelSpec& m) {
   return out;
 }
 
-// Flag names as megatron/training/arguments.py defines them (Megatron-LM core_r0.12).
+// Flag names as megatron/training/arguments.py defines them (Megatron-LM v0.15.3;
+// configs/framework_keys/megatron-lm.txt).
 std::string export_megatron(const Scenario& s) {
   const Layout& l = s.layout;
   const ModelSpec& m = s.model;
@@ -73,6 +74,7 @@ std::string export_megatron(const Scenario& s) {
   const auto n = [](auto v) { return std::to_string(v); };
   o << "# Megatron-LM flags for " << m.name << " on " << s.gpus << " GPUs (sixfold plan); vocabulary " << m.vocab
     << " from your tokenizer\n";
+  for (const std::string& note : export_notes(ExportFormat::Megatron, s)) o << "# " << note << "\n";
   flag("--num-layers", n(m.layers));
   flag("--hidden-size", n(m.hidden));
   flag("--ffn-hidden-size", n(m.ffn));
@@ -198,7 +200,6 @@ std::string export_megatron(const Scenario& s) {
     flag("--recompute-num-layers", "1");
   }
   if (s.work.flash_attention) flag("--use-flash-attn");
-  if (s.work.fp8_activation_input_store) flag("--activation-func-fp8-input-store");
   if (s.work.mtp_layers > 0) flag("--mtp-num-layers", n(s.work.mtp_layers));
   if (s.work.bf16_adam_moments) {
     flag("--use-precision-aware-optimizer");
@@ -234,7 +235,7 @@ std::string export_deepspeed(const Scenario& s) {
     refuse("DeepSpeed", "selective recompute (DeepSpeed's activation checkpointing wraps whole layers)");
   if (s.work.dtype == Dtype::FP8) refuse("DeepSpeed", "fp8 (needs TransformerEngine in the model code)");
   if (s.work.bf16_adam_moments) refuse("DeepSpeed", "bf16 Adam moments (DeepSpeed's Adam keeps them in fp32)");
-  if (s.work.fp8_activation_input_store) refuse("DeepSpeed", "the SwiGLU's fp8 input store (Megatron's --activation-func-fp8-input-store)");
+  if (s.work.fp8_activation_input_store) refuse("DeepSpeed", "the SwiGLU's fp8 input store (Megatron-Core's activation_func_fp8_input_store)");
   if (s.work.mtp_layers > 0) refuse("DeepSpeed", "multi-token prediction (Megatron's --mtp-num-layers)");
   nlohmann::ordered_json j;
   j["train_batch_size"] = s.work.global_batch;
@@ -275,7 +276,7 @@ std::string export_torchtitan(const Scenario& s) {
   if (s.model.moe.enabled() && l.etp != 1 && l.etp != l.tp)
     refuse("torchtitan", "expert tensor parallel size other than 1 or tp");
   if (s.work.bf16_adam_moments) refuse("torchtitan", "bf16 Adam moments (torch.optim.AdamW keeps them in the parameters' fp32)");
-  if (s.work.fp8_activation_input_store) refuse("torchtitan", "the SwiGLU's fp8 input store (Megatron's --activation-func-fp8-input-store)");
+  if (s.work.fp8_activation_input_store) refuse("torchtitan", "the SwiGLU's fp8 input store (Megatron-Core's activation_func_fp8_input_store)");
   if (s.work.mtp_layers > 0) refuse("torchtitan", "multi-token prediction (Megatron's --mtp-num-layers)");
   std::ostringstream o;
   o << "# torchtitan job config for " << s.model.name << " on " << s.gpus << " GPUs (sixfold plan)\n";
@@ -334,6 +335,21 @@ std::string export_torchtitan(const Scenario& s) {
   const char* precision = s.work.dtype == Dtype::FP32 ? "float32" : s.work.dtype == Dtype::FP16 ? "float16" : "bfloat16";
   o << "mixed_precision_param = \"" << precision << "\"\n";
   return o.str();
+}
+
+std::vector<std::string> export_notes(ExportFormat f, const Scenario& s) {
+  std::vector<std::string> notes;
+  if (f == ExportFormat::Megatron && s.work.fp8_activation_input_store)
+    // arguments.py lists activation_func_fp8_input_store among the TransformerConfig fields it
+    // builds no flag for; NeMo / Megatron-Bridge recipes set it in the model config.
+    notes.push_back("set TransformerConfig.activation_func_fp8_input_store = True in the model provider (the "
+                    "SwiGLU's input kept in fp8, as priced); Megatron-LM has no command-line flag for it");
+  if (f == ExportFormat::DeepSpeed && s.layout.recompute == Recompute::Full)
+    notes.push_back("recompute=full: DeepSpeed does not recompute on its own; the model code must checkpoint every "
+                    "transformer layer: deepspeed.checkpointing.checkpoint(layer, ...) (which the "
+                    "activation_checkpointing section configures), or model.gradient_checkpointing_enable() for a "
+                    "Hugging Face model, or --checkpoint-activations in Megatron-DeepSpeed");
+  return notes;
 }
 
 std::string export_plan(ExportFormat f, const Scenario& s, const Prediction& p) {

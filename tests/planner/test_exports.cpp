@@ -1,5 +1,5 @@
 // Plan file round trip and the framework exports: flag and key names checked against the names
-// those projects define, and refusals of layouts a framework cannot express.
+// those projects define (configs/framework_keys/), and refusals of layouts a framework cannot express.
 #include <doctest/doctest.h>
 
 #include <nlohmann/json.hpp>
@@ -10,6 +10,7 @@
 #include "planner/exporters.hpp"
 #include "planner/plan_file.hpp"
 #include "simulator/cost_model.hpp"
+#include "tests/planner/framework_names.hpp"
 
 using namespace sixfold;
 
@@ -52,45 +53,12 @@ TEST_CASE("plan file round trip: parse_scenario reads back the same scenario and
 }
 
 TEST_CASE("Megatron-LM flags are names megatron/training/arguments.py defines") {
-  // From Megatron-LM megatron/training/arguments.py (core_r0.12): _add_network_size_args,
-  // _add_distributed_args, _add_training_args, _add_mixed_precision_args, _add_moe_args,
-  // _add_transformer_engine_args.
-  const std::set<std::string> known = {
-      "--num-layers", "--hidden-size", "--ffn-hidden-size", "--num-attention-heads", "--group-query-attention",
-      "--num-query-groups", "--seq-length", "--max-position-embeddings", "--normalization", "--swiglu",
-      "--position-embedding-type", "--untie-embeddings-and-output-weights", "--num-experts", "--moe-router-topk",
-      "--moe-ffn-hidden-size", "--tensor-model-parallel-size", "--pipeline-model-parallel-size",
-      "--num-layers-per-virtual-pipeline-stage", "--decoder-first-pipeline-num-layers",
-      "--decoder-last-pipeline-num-layers", "--context-parallel-size", "--expert-model-parallel-size",
-      "--expert-tensor-parallel-size", "--sequence-parallel", "--tp-comm-overlap", "--use-distributed-optimizer",
-      "--overlap-param-gather", "--overlap-grad-reduce", "--ddp-bucket-size", "--recompute-granularity",
-      "--recompute-method", "--recompute-num-layers", "--use-flash-attn", "--micro-batch-size",
-      "--global-batch-size", "--bf16", "--fp16", "--fp8-format",
-      // _add_training_args (--recompute-modules) and _add_optimizer_args (precision-aware optimizer)
-      "--recompute-modules", "--use-precision-aware-optimizer", "--exp-avg-dtype", "--exp-avg-sq-dtype",
-      // _add_network_size_args (biases, dropout, head width, QK norm, rotary share, MLA) and
-      // _add_moe_args, _add_distributed_args (pipeline split, Megatron-FSDP), _add_checkpointing_args
-      "--disable-bias-linear", "--add-qkv-bias", "--attention-dropout", "--hidden-dropout", "--kv-channels",
-      "--qk-layernorm", "--rotary-percent", "--multi-latent-attention", "--q-lora-rank", "--kv-lora-rank",
-      "--qk-head-dim", "--qk-pos-emb-head-dim", "--v-head-dim", "--moe-layer-freq",
-      "--moe-shared-expert-intermediate-size", "--moe-router-score-function", "--moe-router-enable-expert-bias",
-      "--moe-expert-capacity-factor", "--moe-grouped-gemm", "--moe-token-dispatcher-type",
-      "--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split",
-      "--num-virtual-stages-per-pipeline-rank", "--mtp-num-layers", "--activation-func-fp8-input-store",
-      "--use-megatron-fsdp", "--data-parallel-sharding-strategy", "--no-gradient-accumulation-fusion", "--ckpt-format",
-      // _add_network_size_args: RoPE base and Llama 3.1 scaling, the norm epsilon
-      "--rotary-base", "--use-rope-scaling", "--rope-scaling-factor", "--norm-epsilon"};
+  using sixfold::test::unknown_megatron_flags;
   Scenario s = llama_scenario();
   s.layout.dp_overlap = DpOverlap::Bucketed;
   const std::string text = export_megatron(s);
-  std::istringstream in(text);
-  std::string word;
   int flags = 0;
-  while (in >> word)
-    if (word.rfind("--", 0) == 0) {
-      CHECK_MESSAGE(known.count(word) == 1, word);
-      ++flags;
-    }
+  CHECK(unknown_megatron_flags(text, &flags).empty());
   CHECK(flags > 15);
   // Recompute modules and bf16 Adam moments, as Megatron names them.
   Scenario t = s;
@@ -98,9 +66,7 @@ TEST_CASE("Megatron-LM flags are names megatron/training/arguments.py defines") 
   t.layout.recompute_modules = recompute_module::kCoreAttn | recompute_module::kLayernorm;
   t.work.bf16_adam_moments = true;
   const std::string more = export_megatron(t);
-  std::istringstream in2(more);
-  while (in2 >> word)
-    if (word.rfind("--", 0) == 0) CHECK_MESSAGE(known.count(word) == 1, word);
+  CHECK(unknown_megatron_flags(more).empty());
   CHECK(more.find("--recompute-modules core_attn layernorm") != std::string::npos);
   CHECK(more.find("--exp-avg-sq-dtype bf16") != std::string::npos);
   CHECK(text.find("--tensor-model-parallel-size 8") != std::string::npos);
@@ -114,9 +80,7 @@ TEST_CASE("Megatron-LM flags are names megatron/training/arguments.py defines") 
   ds.gpus = 64;
   ds.work.mtp_layers = 1;
   const std::string dtext = export_megatron(ds);
-  std::istringstream in3(dtext);
-  while (in3 >> word)
-    if (word.rfind("--", 0) == 0) CHECK_MESSAGE(known.count(word) == 1, word);
+  CHECK(unknown_megatron_flags(dtext).empty());
   for (const char* expect : {"--multi-latent-attention", "--q-lora-rank 1536", "--kv-lora-rank 512", "--qk-head-dim 128",
                              "--qk-pos-emb-head-dim 64", "--v-head-dim 128", "--moe-layer-freq '[0]*3+[1]*58'",
                              "--moe-shared-expert-intermediate-size 2048", "--moe-router-enable-expert-bias",
@@ -137,21 +101,15 @@ TEST_CASE("Megatron-LM flags are names megatron/training/arguments.py defines") 
 }
 
 TEST_CASE("DeepSpeed config keys are names DeepSpeed's config defines; TP/PP layouts are refused") {
-  // deepspeed/runtime/constants.py and deepspeed/runtime/zero/config.py (DeepSpeed v0.16).
-  const std::set<std::string> top = {"train_batch_size", "train_micro_batch_size_per_gpu",
-                                     "gradient_accumulation_steps", "bf16", "fp16", "zero_optimization",
-                                     "activation_checkpointing"};
-  const std::set<std::string> zero = {"stage", "overlap_comm", "contiguous_gradients", "reduce_bucket_size",
-                                      "allgather_bucket_size", "stage3_prefetch_bucket_size"};
   Scenario s;
   s.model = load_model("pythia-6.9b");
   s.gpus = 8;
   s.work.seq = 2048;
   s.work.global_batch = 64;
   s.layout.dp = 8; s.layout.zero = 3; s.layout.micro_batch = 2;
-  const auto j = nlohmann::json::parse(export_deepspeed(s));
-  for (auto& [k, v] : j.items()) CHECK_MESSAGE(top.count(k) == 1, k);
-  for (auto& [k, v] : j["zero_optimization"].items()) CHECK_MESSAGE(zero.count(k) == 1, k);
+  const std::string text = export_deepspeed(s);
+  CHECK(sixfold::test::unknown_deepspeed_keys(text).empty());
+  const auto j = nlohmann::json::parse(text);
   CHECK(j["train_batch_size"] == 64);
   CHECK(j["gradient_accumulation_steps"] == 4);
   CHECK(j["zero_optimization"]["stage"] == 3);
@@ -161,25 +119,11 @@ TEST_CASE("DeepSpeed config keys are names DeepSpeed's config defines; TP/PP lay
 }
 
 TEST_CASE("torchtitan keys are names its JobConfig defines; ZeRO-1/2 are refused") {
-  // torchtitan/config/job_config.py: class Parallelism, ActivationCheckpoint, Training.
-  const std::set<std::string> known = {
-      "data_parallel_replicate_degree", "data_parallel_shard_degree", "tensor_parallel_degree",
-      "pipeline_parallel_degree", "pipeline_parallel_schedule", "pipeline_parallel_layers_per_stage",
-      "context_parallel_degree", "expert_parallel_degree", "expert_tensor_parallel_degree",
-      "enable_async_tensor_parallel", "mode", "selective_ac_option", "seq_len", "local_batch_size",
-      "global_batch_size", "mixed_precision_param"};
   Scenario s = llama_scenario();
   s.layout.zero = 3;
   const std::string text = export_torchtitan(s);
-  std::istringstream in(text);
-  std::string line;
   int keys = 0;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == '#' || line[0] == '[') continue;
-    const std::string key = line.substr(0, line.find(' '));
-    CHECK_MESSAGE(known.count(key) == 1, key);
-    ++keys;
-  }
+  CHECK(sixfold::test::unknown_torchtitan_keys(text, &keys).empty());
   CHECK(keys >= 10);
   CHECK(text.find("pipeline_parallel_schedule = \"Interleaved1F1B\"") != std::string::npos);
   CHECK(text.find("data_parallel_shard_degree = 2") != std::string::npos);

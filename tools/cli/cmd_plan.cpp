@@ -200,6 +200,7 @@ struct PlanCommand {
         fam.push_back(j);
       }
       out["families"] = fam;
+      if (format != ExportFormat::Yaml) out["export_notes"] = export_notes(format, s);
       nlohmann::ordered_json cmp = nlohmann::ordered_json::array();
       for (const auto& c : compared) {
         nlohmann::ordered_json j;
@@ -297,6 +298,9 @@ struct PlanCommand {
     } else if (format != ExportFormat::Yaml && !json) {
       std::cout << "\n" << export_plan(format, s, p);
     }
+    // The Megatron flags carry the notes as comments; JSON has no comments, so say them here too.
+    if (!json)
+      for (const std::string& note : export_notes(format, s)) std::cout << "note (" << to_string(format) << "): " << note << "\n";
     return 0;
   }
 

@@ -27,7 +27,8 @@ void ScenarioFlags::add_to(CLI::App& app, bool with_layout) {
   app.add_option("--adam-moments", adam_moments,
                  "fp32 (default) | bf16: Adam's moments in bf16 (Megatron-Core's precision-aware optimizer)");
   app.add_flag("--activation-func-fp8-input-store", fp8_activation_input_store,
-               "keep the SwiGLU's input in fp8 for the backward (Megatron's flag of that name)");
+               "keep the SwiGLU's input in fp8 for the backward (Megatron-Core's TransformerConfig."
+               "activation_func_fp8_input_store; it has no Megatron-LM flag, the export says how to set it)");
   add_count(app, "--mtp-num-layers", mtp_layers, 0, kMtpLayers,
             "multi-token prediction depths trained on the last stage (Megatron's flag; DeepSeek-V3: 1)");
   app.add_option("--framework", framework,
