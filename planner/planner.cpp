@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <optional>
 #include <thread>
 
 #include "models/step_program.hpp"
@@ -85,6 +86,7 @@ void search_mesh(const PlanRequest& rq, Bytes budget, const Mesh& mesh, WorkerOu
           continue;
         }
         const StepProgram prog = expand_step_program(rq.model, make_layout(mesh, k, vs.front()), rq.work);
+        std::optional<LayerOpCosts> layers;  // priced at the first variant that fits, shared by the rest
         // stage_times only depends on the variant's zero stage, DP overlap and virtual stages.
         struct TimeKey { int zero; DpOverlap ov; int v; std::vector<StageTime> st; };
         std::vector<TimeKey> time_cache;
@@ -106,7 +108,8 @@ void search_mesh(const PlanRequest& rq, Bytes budget, const Mesh& mesh, WorkerOu
           for (const auto& c : time_cache)
             if (c.zero == l.zero && c.ov == l.dp_overlap && c.v == v) tk = &c;
           if (!tk) {
-            time_cache.push_back({l.zero, l.dp_overlap, v, stage_times(rq.model, rq.hardware, rq.work, l, prog)});
+            if (!layers) layers = layer_costs(rq.model, rq.hardware, rq.work, l, prog);
+            time_cache.push_back({l.zero, l.dp_overlap, v, stage_times(rq.model, rq.hardware, rq.work, l, prog, *layers)});
             tk = &time_cache.back();
           }
           ++out.evaluated;

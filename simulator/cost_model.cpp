@@ -50,16 +50,42 @@ StepFlops step_flops(const ModelSpec& m, const Workload& w, Recompute recompute)
   return f;
 }
 
+namespace {
+LayerOpCosts price_layers(const ModelSpec& model, const OpPricer& pricer, const Layout& l, const StepProgram& prog) {
+  LayerOpCosts c;
+  c.dense_forward = price_op_list(prog.dense_layer.forward, 0, pricer, l.tp_overlap);
+  c.dense_backward = price_op_list(prog.dense_layer.backward, prog.dense_layer.recompute_ops, pricer, l.tp_overlap);
+  if (model.moe.enabled()) {
+    c.moe_forward = price_op_list(prog.moe_layer.forward, 0, pricer, l.tp_overlap);
+    c.moe_backward = price_op_list(prog.moe_layer.backward, prog.moe_layer.recompute_ops, pricer, l.tp_overlap);
+  }
+  for (const StageProgram& st : prog.stages)
+    c.stages.push_back({price_op_list(st.pre_forward, 0, pricer, l.tp_overlap),
+                        price_op_list(st.post_forward, 0, pricer, l.tp_overlap),
+                        price_op_list(st.post_backward, 0, pricer, l.tp_overlap),
+                        price_op_list(st.pre_backward, 0, pricer, l.tp_overlap)});
+  return c;
+}
+}  // namespace
+
+LayerOpCosts layer_costs(const ModelSpec& model, const HardwareProfile& hw, const Workload& work, const Layout& l,
+                       const StepProgram& prog) {
+  return price_layers(model, OpPricer(hw, l, work.dtype), l, prog);
+}
+
 std::vector<StageTime> stage_times(const ModelSpec& model, const HardwareProfile& hw, const Workload& work,
                                    const Layout& l, const StepProgram& prog) {
   const OpPricer pricer(hw, l, work.dtype);
-  const OpListCost dense_f = price_op_list(prog.dense_layer.forward, 0, pricer, l.tp_overlap);
-  const OpListCost dense_b = price_op_list(prog.dense_layer.backward, prog.dense_layer.recompute_ops, pricer, l.tp_overlap);
-  OpListCost moe_f, moe_b;
-  if (model.moe.enabled()) {
-    moe_f = price_op_list(prog.moe_layer.forward, 0, pricer, l.tp_overlap);
-    moe_b = price_op_list(prog.moe_layer.backward, prog.moe_layer.recompute_ops, pricer, l.tp_overlap);
-  }
+  return stage_times(model, hw, work, l, prog, price_layers(model, pricer, l, prog));
+}
+
+std::vector<StageTime> stage_times(const ModelSpec& model, const HardwareProfile& hw, const Workload& work,
+                                   const Layout& l, const StepProgram& prog, const LayerOpCosts& layers) {
+  const OpPricer pricer(hw, l, work.dtype);
+  const OpListCost& dense_f = layers.dense_forward;
+  const OpListCost& dense_b = layers.dense_backward;
+  const OpListCost& moe_f = layers.moe_forward;
+  const OpListCost& moe_b = layers.moe_backward;
   const StateBytes sb = state_bytes(work);
   const int v = l.virtual_stages();
   const Count m = prog.micro_batches;
@@ -71,10 +97,11 @@ std::vector<StageTime> stage_times(const ModelSpec& model, const HardwareProfile
     b.add(dense_b, st.dense_layers);
     f.add(moe_f, st.moe_layers);
     b.add(moe_b, st.moe_layers);
-    f.add(price_op_list(st.pre_forward, 0, pricer, l.tp_overlap), 1);
-    f.add(price_op_list(st.post_forward, 0, pricer, l.tp_overlap), 1);
-    b.add(price_op_list(st.post_backward, 0, pricer, l.tp_overlap), 1);
-    b.add(price_op_list(st.pre_backward, 0, pricer, l.tp_overlap), 1);
+    const LayerOpCosts::Edges& edges = layers.stages.at(size_t(st.stage));
+    f.add(edges.pre_forward, 1);
+    f.add(edges.post_forward, 1);
+    b.add(edges.post_backward, 1);
+    b.add(edges.pre_backward, 1);
 
     StageTime s;
     // Pipeline sends: each virtual chunk boundary sends forward and receives the gradient back.

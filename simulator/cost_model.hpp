@@ -8,6 +8,7 @@
 #include "models/step_program.hpp"
 #include "simulator/hardware_profile.hpp"
 #include "simulator/memory_model.hpp"
+#include "simulator/op_list_cost.hpp"
 #include "simulator/op_cost.hpp"
 
 namespace sixfold {
@@ -85,6 +86,22 @@ std::vector<MemoryBreakdown> predict_memory(const ModelSpec& model, const Hardwa
 // Per-stage, per-micro-batch times, as the simulator needs them.
 std::vector<StageTime> stage_times(const ModelSpec& model, const HardwareProfile& hw, const Workload& work,
                                    const Layout& layout, const StepProgram& program);
+
+// One transformer layer's priced op lists, dense and MoE, forward and backward, and each stage's
+// embedding and head op lists. They depend on the program and the layout's groups only, not on its ZeRO stage, DP overlap or schedule: the planner
+// prices them once per program and hands them to every variant's stage_times.
+struct LayerOpCosts {
+  OpListCost dense_forward, dense_backward, moe_forward, moe_backward;
+  // Per stage: the embedding (pre) and head/loss/MTP (post) op lists, forward and backward.
+  struct Edges {
+    OpListCost pre_forward, post_forward, post_backward, pre_backward;
+  };
+  std::vector<Edges> stages;
+};
+LayerOpCosts layer_costs(const ModelSpec& model, const HardwareProfile& hw, const Workload& work, const Layout& layout,
+                       const StepProgram& program);
+std::vector<StageTime> stage_times(const ModelSpec& model, const HardwareProfile& hw, const Workload& work,
+                                   const Layout& layout, const StepProgram& program, const LayerOpCosts& layers);
 
 // Pipeline time of all micro-batches for the schedule (bubble included), closed form.
 Seconds pipeline_time(const Layout& layout, Count micro_batches, const std::vector<StageTime>& stages);

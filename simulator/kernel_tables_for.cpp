@@ -2,6 +2,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 
 #include "simulator/kernel_tables.hpp"
 
@@ -40,6 +41,12 @@ const TableForProfile kTableForProfile[] = {
 }  // namespace
 
 const KernelTables* kernel_tables_for(const std::string& hardware_profile_name) {
+  // The planner asks once per layout priced, for the same profile: remember this thread's last
+  // answer (the tables live as long as the process), so that the common call takes no lock.
+  thread_local std::string last_name;
+  thread_local const KernelTables* last = nullptr;
+  thread_local bool known = false;
+  if (known && hardware_profile_name == last_name) return last;
   static std::mutex mutex;
   static std::map<std::string, std::unique_ptr<KernelTables>> cache;  // profile -> tables, built once
   for (const auto& row : kTableForProfile) {
@@ -53,8 +60,10 @@ const KernelTables* kernel_tables_for(const std::string& hardware_profile_name) 
           all.restricted(row.gemm, row.attention, row.collectives,
                          std::string(whole ? "" : "partial use ") + "for profile " + row.profile + ": " + row.reason));
     }
-    return slot.get();
+    last_name = hardware_profile_name, last = slot.get(), known = true;
+    return last;
   }
+  last_name = hardware_profile_name, last = nullptr, known = true;
   return nullptr;
 }
 

@@ -245,10 +245,12 @@ SimulationResult simulate_pipeline(const PipelineInputs& in) {
     const std::vector<Task>& first = sim.tasks();
     extra.assign(first.size(), 0.0);
     bool any = false;
+    // Each rank's DP stream, in time order (one pass over the tasks, not one per rank).
+    std::vector<std::vector<std::pair<Seconds, Seconds>>> dp_of(static_cast<size_t>(p));
+    for (const Task& t : first)
+      if (t.stream == Stream::DP && t.index >= 0 && t.end > t.start) dp_of[size_t(t.rank)].emplace_back(t.start, t.end);
     for (int s = 0; s < p; ++s) {
-      std::vector<std::pair<Seconds, Seconds>> dp;  // the DP stream, in time order
-      for (const Task& t : first)
-        if (t.rank == s && t.stream == Stream::DP && t.index >= 0 && t.end > t.start) dp.emplace_back(t.start, t.end);
+      std::vector<std::pair<Seconds, Seconds>>& dp = dp_of[size_t(s)];
       std::sort(dp.begin(), dp.end());
       size_t j = 0;
       for (int id : book[size_t(s)].blocks) {  // compute blocks, in time order on one stream
@@ -269,6 +271,8 @@ SimulationResult simulate_pipeline(const PipelineInputs& in) {
   SimulationResult r;
   r.step_time = sim.makespan();
   r.stages.resize(size_t(p));
+  std::vector<std::vector<int>> tasks_of(static_cast<size_t>(p));  // task ids by rank, in id order
+  for (size_t i = 0; i < tasks.size(); ++i) tasks_of[size_t(tasks[i].rank)].push_back(int(i));
   for (int s = 0; s < p; ++s) {
     const StageInputs& st = in.stages[size_t(s)];
     StageSimulation& ss = r.stages[size_t(s)];
@@ -306,8 +310,8 @@ SimulationResult simulate_pipeline(const PipelineInputs& in) {
       }
     }
     Seconds dp_end = 0, dp_busy = 0;
-    for (const Task& t : tasks) {
-      if (t.rank != s) continue;
+    for (int id : tasks_of[size_t(s)]) {
+      const Task& t = tasks[size_t(id)];
       if (t.stream == Stream::PP) {
         ss.pp_comm += t.end - t.start;
         ss.compute_end = std::max(ss.compute_end, t.end);
