@@ -58,10 +58,15 @@ void EventSimulator::run() {
   // the dependencies were declared in (a stable sort by source), so the depth-first topological
   // order, and with it the link-sharing below, is the adjacency list's.
   using Graph = boost::compressed_sparse_row_graph<boost::directedS>;
-  std::vector<std::pair<size_t, size_t>> edges;
+  // Counting sort by source, in declaration order within a source (stable, linear).
+  std::vector<size_t> first(tasks_.size() + 1, 0);
+  for (const auto& preds : preds_)
+    for (const Edge& e : preds) ++first[size_t(e.before) + 1];
+  for (size_t i = 1; i < first.size(); ++i) first[i] += first[i - 1];
+  std::vector<std::pair<size_t, size_t>> edges(first.back());
+  std::vector<size_t> next(first.begin(), first.end() - 1);
   for (size_t t = 0; t < preds_.size(); ++t)
-    for (const Edge& e : preds_[t]) edges.emplace_back(size_t(e.before), t);
-  std::stable_sort(edges.begin(), edges.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (const Edge& e : preds_[t]) edges[next[size_t(e.before)]++] = {size_t(e.before), t};
   const Graph g(boost::edges_are_sorted, edges.begin(), edges.end(), tasks_.size());
   std::vector<size_t> reversed;
   reversed.reserve(tasks_.size());
