@@ -24,7 +24,7 @@ enum class Collective { None, AllReduce, AllGather, ReduceScatter, AllToAll, Rin
 enum class OpClass { Gemm, Attention, Norm, Elementwise, Router, Permute, Embedding, Loss, Communication, Optimizer };
 
 struct Op {
-  const char* name = "";  // static string, e.g. "qkv_proj"; backward ops add "_dgrad"/"_wgrad"/"_bwd"
+  const char* name = "";  // static string, e.g. "qkv_proj"; backward ops keep the forward's name (pass and place tell them apart)
   OpKind kind = OpKind::Memory;
   OpClass op_class = OpClass::Elementwise;
   Flops flops = 0;        // on this rank

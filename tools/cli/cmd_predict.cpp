@@ -1,7 +1,10 @@
 // sixfold predict: price one layout: memory by component per GPU, time by component per step.
+#include <cstdio>
 #include <iostream>
+#include <map>
 
 #include "simulator/cost_model.hpp"
+#include "simulator/op_listing.hpp"
 #include "simulator/prediction_json.hpp"
 #include "simulator/step_simulator.hpp"
 #include "tools/cli/html_report.hpp"
@@ -14,8 +17,51 @@ namespace {
 
 struct PredictCommand {
   ScenarioFlags flags;
-  bool json = false;
+  bool json = false, ops = false;
   std::string report;
+
+  static nlohmann::ordered_json ops_json(const std::vector<ListedOp>& list) {
+    nlohmann::ordered_json out = nlohmann::ordered_json::array();
+    for (const ListedOp& o : list) {
+      nlohmann::ordered_json j;
+      j["id"] = o.id;
+      j["name"] = o.name;
+      j["kind"] = o.kind;
+      j["op_class"] = o.op_class;
+      j["stage"] = o.stage;
+      j["part"] = o.part;
+      j["pass"] = o.pass;
+      j["recompute"] = o.recompute;
+      j["per_step"] = o.per_step;
+      j["flops"] = o.flops;
+      j["bytes"] = o.bytes;
+      if (!o.group.empty()) j["group"] = o.group;
+      j["predicted_s"] = o.predicted_s;
+      j["predicted_step_s"] = o.predicted_s * double(o.per_step);
+      out.push_back(std::move(j));
+    }
+    return out;
+  }
+
+  // One line per op; then, per stage, what the ops add up to set against the step time.
+  static void print_ops(const std::vector<ListedOp>& list, const Prediction& p) {
+    std::printf("\n%-44s %-11s %-5s %9s %10s %10s %11s %11s\n", "op id", "class", "group", "per step", "GFLOP",
+                "MB", "us / call", "ms / step");
+    std::map<int, std::pair<Seconds, Seconds>> by_stage;  // compute, communication per step
+    for (const ListedOp& o : list) {
+      const Seconds step = o.predicted_s * double(o.per_step);
+      std::printf("%-44s %-11s %-5s %9lld %10.2f %10.2f %11.2f %11.3f\n", o.id.c_str(), o.op_class.c_str(),
+                  o.group.c_str(), (long long)o.per_step, o.flops / 1e9, o.bytes / 1e6, o.predicted_s * 1e6, step * 1e3);
+      auto& t = by_stage[o.stage];
+      (o.kind == "collective" || o.kind == "p2p" ? t.second : t.first) += step;
+    }
+    for (const auto& [stage, t] : by_stage)
+      std::printf("stage %d: ops add up to %s of compute and %s of communication, each op alone\n", stage,
+                  format_seconds(t.first).c_str(), format_seconds(t.second).c_str());
+    std::printf("predicted step %s: it also counts what hides behind what (TP, CP, DP overlap), the pipeline bubble, "
+                "host dispatch, DP/ZeRO traffic and the optimizer, which are not ops of the program yet\n",
+                format_seconds(p.step_time).c_str());
+  }
 
   int run() const {
     const Scenario s = flags.resolve(true);
@@ -27,6 +73,8 @@ struct PredictCommand {
       in.simulation = &sim;
       write_html_report(in, report);
     }
+    const std::vector<ListedOp> listed =
+        ops ? list_ops(s.hardware, s.work, s.layout, expand_step_program(s.model, s.layout, s.work)) : std::vector<ListedOp>{};
     if (json) {
       auto j = prediction_json(p);
       nlohmann::ordered_json out;
@@ -38,6 +86,7 @@ struct PredictCommand {
     out["layout"] = layout_json(s.layout);
       for (auto& [k, v] : j.items()) out[k] = v;
       out["prediction"]["expected_error"] = expected_error_json(s);
+      if (ops) out["ops"] = ops_json(listed);
       std::cout << out.dump(2) << "\n";
       return 0;
     }
@@ -49,6 +98,7 @@ struct PredictCommand {
     if (p.peak_memory > s.hardware.memory_capacity)
       std::cout << "warning: needs " << p.peak_memory / kGiB << " GiB per GPU, the GPU has "
                 << s.hardware.memory_capacity / kGiB << " GiB\n";
+    if (ops) print_ops(listed, p);
     return 0;
   }
 };
@@ -58,6 +108,8 @@ Registrar reg("predict", "price one layout: per-GPU memory and step time by comp
   cmd->flags.add_to(app, true);
   app.add_flag("--json", cmd->json, "machine-readable output (schema in README)");
   app.add_option("--report", cmd->report, "also write a self-contained HTML page of charts to FILE.html");
+  app.add_flag("--ops", cmd->ops,
+               "list the step program's ops: stable id, class, occurrences per step, FLOPs, bytes, predicted time");
   return Action([cmd] { return cmd->run(); });
 });
 

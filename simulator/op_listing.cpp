@@ -1,0 +1,74 @@
+#include "simulator/op_listing.hpp"
+
+#include <cstdio>
+
+#include "simulator/op_cost.hpp"
+
+namespace sixfold {
+
+namespace {
+
+const char* kind_name(OpKind k) {
+  switch (k) {
+    case OpKind::Gemm: return "gemm";
+    case OpKind::Attention: return "attention";
+    case OpKind::Memory: return "memory";
+    case OpKind::Collective: return "collective";
+    case OpKind::PointToPoint: return "p2p";
+  }
+  return "?";
+}
+
+void add_list(std::vector<ListedOp>& out, const OpPricer& pricer, int stage, const char* part, const char* pass,
+              const std::vector<Op>& ops, size_t recompute_ops, Count per_step) {
+  if (per_step == 0) return;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const Op& op = ops[i];
+    ListedOp r;
+    char index[16];
+    std::snprintf(index, sizeof index, "%02zu", i);
+    r.id = "s" + std::to_string(stage) + "." + part + "." + pass + "." + index + "." + op.name;
+    r.name = op.name;
+    r.kind = kind_name(op.kind);
+    r.op_class = to_string(op.op_class);
+    r.stage = stage;
+    r.part = part;
+    r.pass = pass;
+    r.recompute = i < recompute_ops;
+    r.per_step = per_step;
+    r.flops = op.flops;
+    r.bytes = op.kind == OpKind::Collective || op.kind == OpKind::PointToPoint ? op.message : op.bytes + op.cast_bytes;
+    if (op.group != Group::None) r.group = to_string(op.group);
+    r.predicted_s = pricer.time(op);
+    out.push_back(std::move(r));
+  }
+}
+
+}  // namespace
+
+std::vector<ListedOp> list_ops(const HardwareProfile& hw, const Workload& work, const Layout& l, const StepProgram& prog) {
+  const OpPricer pricer(hw, l, work.dtype);
+  const Count m = prog.micro_batches;
+  const int v = l.virtual_stages();
+  std::vector<ListedOp> out;
+  for (const StageProgram& st : prog.stages) {
+    const int s = st.stage;
+    add_list(out, pricer, s, "embed", "fwd", st.pre_forward, 0, m);
+    add_list(out, pricer, s, "dense", "fwd", prog.dense_layer.forward, 0, Count(st.dense_layers) * m);
+    add_list(out, pricer, s, "moe", "fwd", prog.moe_layer.forward, 0, Count(st.moe_layers) * m);
+    add_list(out, pricer, s, "head", "fwd", st.post_forward, 0, m);
+    add_list(out, pricer, s, "head", "bwd", st.post_backward, 0, m);
+    add_list(out, pricer, s, "moe", "bwd", prog.moe_layer.backward, prog.moe_layer.recompute_ops, Count(st.moe_layers) * m);
+    add_list(out, pricer, s, "dense", "bwd", prog.dense_layer.backward, prog.dense_layer.recompute_ops,
+             Count(st.dense_layers) * m);
+    add_list(out, pricer, s, "embed", "bwd", st.pre_backward, 0, m);
+    // Each virtual chunk boundary sends the activation on and receives its gradient back.
+    if (l.pp > 1) {
+      add_list(out, pricer, s, "pp", "fwd", {st.pp_send}, 0, st.last ? 0 : Count(v) * m);
+      add_list(out, pricer, s, "pp", "bwd", {st.pp_send}, 0, st.first ? 0 : Count(v) * m);
+    }
+  }
+  return out;
+}
+
+}  // namespace sixfold
