@@ -36,6 +36,7 @@ const char* to_string(TaskKind k) {
 }
 
 int EventSimulator::add(const Task& t) {
+  order_.clear();
   const int id = int(tasks_.size());
   tasks_.push_back(t);
   preds_.emplace_back();
@@ -47,34 +48,42 @@ int EventSimulator::add(const Task& t) {
 }
 
 void EventSimulator::depend(int task, int before, double fraction) {
+  order_.clear();
   preds_[size_t(task)].push_back({before, fraction, false});
 }
 
-void EventSimulator::finish_after(int task, int before) { preds_[size_t(task)].push_back({before, 1.0, true}); }
+void EventSimulator::finish_after(int task, int before) {
+  order_.clear();
+  preds_[size_t(task)].push_back({before, 1.0, true});
+}
 
 void EventSimulator::run() {
   // One compressed graph (two arrays) rather than an adjacency list with a vector per task: a
   // 64-stage pipeline of 512 micro-batches has ~10^5 tasks. Each task's out-edges keep the order
   // the dependencies were declared in (a stable sort by source), so the depth-first topological
   // order, and with it the link-sharing below, is the adjacency list's.
-  using Graph = boost::compressed_sparse_row_graph<boost::directedS>;
-  // Counting sort by source, in declaration order within a source (stable, linear).
-  std::vector<size_t> first(tasks_.size() + 1, 0);
-  for (const auto& preds : preds_)
-    for (const Edge& e : preds) ++first[size_t(e.before) + 1];
-  for (size_t i = 1; i < first.size(); ++i) first[i] += first[i - 1];
-  std::vector<std::pair<size_t, size_t>> edges(first.back());
-  std::vector<size_t> next(first.begin(), first.end() - 1);
-  for (size_t t = 0; t < preds_.size(); ++t)
-    for (const Edge& e : preds_[t]) edges[next[size_t(e.before)]++] = {size_t(e.before), t};
-  const Graph g(boost::edges_are_sorted, edges.begin(), edges.end(), tasks_.size());
-  std::vector<size_t> reversed;
-  reversed.reserve(tasks_.size());
-  try {
-    boost::topological_sort(g, std::back_inserter(reversed));
-  } catch (const boost::not_a_dag&) {
-    throw Error("step simulator: the schedule's dependencies form a cycle (the pipeline would deadlock)");
+  if (order_.size() != tasks_.size()) {
+    using Graph = boost::compressed_sparse_row_graph<boost::directedS>;
+    // Counting sort by source, in declaration order within a source (stable, linear).
+    std::vector<size_t> first(tasks_.size() + 1, 0);
+    for (const auto& preds : preds_)
+      for (const Edge& e : preds) ++first[size_t(e.before) + 1];
+    for (size_t i = 1; i < first.size(); ++i) first[i] += first[i - 1];
+    std::vector<std::pair<size_t, size_t>> edges(first.back());
+    std::vector<size_t> next(first.begin(), first.end() - 1);
+    for (size_t t = 0; t < preds_.size(); ++t)
+      for (const Edge& e : preds_[t]) edges[next[size_t(e.before)]++] = {size_t(e.before), t};
+    const Graph g(boost::edges_are_sorted, edges.begin(), edges.end(), tasks_.size());
+    order_.clear();
+    order_.reserve(tasks_.size());
+    try {
+      boost::topological_sort(g, std::back_inserter(order_));  // reversed: the last task first
+    } catch (const boost::not_a_dag&) {
+      order_.clear();
+      throw Error("step simulator: the schedule's dependencies form a cycle (the pipeline would deadlock)");
+    }
   }
+  const std::vector<size_t>& reversed = order_;
 
   // Link users, for bandwidth sharing: per (rank, link, stream) the intervals of the tasks already
   // timed. A stream runs one task at a time and topological order visits its tasks in stream

@@ -50,6 +50,8 @@ class EventSimulator {
   void finish_after(int task, int before);
 
   // Times every task; throws Error when the dependencies form a cycle (a schedule that deadlocks).
+  // Running again after only durations changed (task(id).duration) reuses the order of the
+  // first run: the dependencies, not the durations, decide it.
   void run();
 
   const std::vector<Task>& tasks() const { return tasks_; }
@@ -65,6 +67,7 @@ class EventSimulator {
   std::vector<Task> tasks_;
   std::vector<std::vector<Edge>> preds_;
   std::vector<int> last_on_stream_;  // (rank * kStreamCount + stream) -> last task id
+  std::vector<std::size_t> order_;   // topological order of the last run; cleared by add/depend
 };
 
 }  // namespace sixfold

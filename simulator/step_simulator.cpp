@@ -62,10 +62,8 @@ SimulationResult simulate_pipeline(const PipelineInputs& in) {
   auto is_first_virtual = [&](int s, int c) { return s == 0 && c == 0; };
   auto is_last_virtual = [&](int s, int c) { return s == p - 1 && c == v - 1; };
 
-  // Builds the step's task graph; `extra` lengthens compute blocks by task id (the cost of the
-  // collectives they hide, overlap::hiding_cost), empty for none. The same inputs give the same
-  // task ids, so a second build can be told what the first one's timeline overlapped.
-  auto build = [&](const std::vector<Seconds>& extra) {
+  // Builds the step's task graph and plays it.
+  auto build = [&] {
     block.assign(slots, -1);
     send.assign(slots, -1);
     sim = EventSimulator{};
@@ -112,7 +110,6 @@ SimulationResult simulate_pipeline(const PipelineInputs& in) {
         t.duration = cost_of(ch, b.phase).duration();
         const bool reduce_now = b.phase == grad_phase && (st.reduce_every_micro_batch || b.micro_batch == m - 1);
         if (reduce_now && in.dp_overlap != DpOverlap::None) t.duration += ch.reduction_copy;
-        if (size_t(sim.tasks().size()) < extra.size()) t.duration += extra[sim.tasks().size()];
         const int id = sim.add(t);
         block[at(s, b.chunk, b.micro_batch, b.phase)] = id;
         bk.blocks.push_back(id);
@@ -240,7 +237,7 @@ SimulationResult simulate_pipeline(const PipelineInputs& in) {
   // measure how long each compute block overlapped its rank's DP stream, and play it again with
   // each block lengthened by that overlap times the slowdown (one fixed-point step).
   std::vector<Seconds> extra;
-  build(extra);
+  build();
   if (in.overlap_slowdown > 0) {
     const std::vector<Task>& first = sim.tasks();
     extra.assign(first.size(), 0.0);
@@ -263,8 +260,15 @@ SimulationResult simulate_pipeline(const PipelineInputs& in) {
         any = any || overlapped > 0;
       }
     }
-    if (any) build(extra);
-    else extra.clear();
+    if (any) {
+      // The same graph with longer blocks: lengthen them and play it again (a rebuild would
+      // make the identical graph with these durations).
+      for (size_t id = 0; id < extra.size(); ++id)
+        if (extra[id] > 0) sim.task(int(id)).duration += extra[id];
+      sim.run();
+    } else {
+      extra.clear();
+    }
   }
   const std::vector<Task>& tasks = sim.tasks();
 
