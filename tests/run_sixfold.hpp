@@ -16,8 +16,9 @@ struct CliResult {
   std::string output;  // stdout and stderr together
 };
 
-inline CliResult run_sixfold(const std::string& args) {
-  const std::string cmd = std::string(SIXFOLD_BINARY) + " " + args + " 2>&1";
+// Any shell command line: its exit code and what it writes to standard output (redirect stderr
+// in the command to capture it too).
+inline CliResult run_command(const std::string& cmd) {
   CliResult r;
   FILE* pipe = popen(cmd.c_str(), "r");
   REQUIRE(pipe != nullptr);
@@ -27,6 +28,10 @@ inline CliResult run_sixfold(const std::string& args) {
   const int status = pclose(pipe);
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
+}
+
+inline CliResult run_sixfold(const std::string& args) {
+  return run_command(std::string(SIXFOLD_BINARY) + " " + args + " 2>&1");
 }
 
 }  // namespace sixfold::test

@@ -17,15 +17,9 @@ bool contains(const std::string& s, const std::string& part) { return s.find(par
 std::string on_a_terminal(const std::string& args, bool& have, const std::string& env = "") {
   have = std::system("command -v script >/dev/null 2>&1") == 0;
   if (!have) return "";
-  const std::string cmd = "script -qec \"" + env + std::string(SIXFOLD_BINARY) + " " + args + "\" /dev/null 2>&1";
-  std::string out;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) out.append(buf, n);
-  pclose(pipe);
-  return out;
+  return sixfold::test::run_command("script -qec \"" + env + std::string(SIXFOLD_BINARY) + " " + args +
+                                    "\" /dev/null 2>&1")
+      .output;
 }
 }  // namespace
 

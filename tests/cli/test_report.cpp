@@ -43,18 +43,11 @@ std::string rendered_dom(const std::string& path) {
       break;
     }
   if (!browser) return "";
-  const std::string cmd = std::string(browser) +
-                          " --headless --no-sandbox --disable-gpu --disable-dev-shm-usage --no-first-run "
-                          "--user-data-dir=" + temp_path("sixfold-chromium-profile") + " --dump-dom file://" + path +
-                          " 2>/dev/null";
-  std::string out;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) out.append(buf, n);
-  pclose(pipe);
-  return out;
+  return sixfold::test::run_command(std::string(browser) +
+                                    " --headless --no-sandbox --disable-gpu --disable-dev-shm-usage --no-first-run "
+                                    "--user-data-dir=" + temp_path("sixfold-chromium-profile") + " --dump-dom file://" +
+                                    path + " 2>/dev/null")
+      .output;
 }
 
 void check_page(const std::string& page, const std::vector<std::string>& charts) {

@@ -4,22 +4,14 @@
 // happens, whichever way the binary was built.
 #include <doctest/doctest.h>
 
-#include <array>
-#include <cstdio>
 #include <string>
+
+#include "tests/run_sixfold.hpp"
 
 namespace {
 
 std::string loader_log(const std::string& args) {
-  const std::string cmd = "LD_DEBUG=libs " + std::string(SIXFOLD_BINARY) + " " + args + " 2>&1 >/dev/null";
-  std::string out;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::array<char, 4096> buf{};
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) out.append(buf.data(), n);
-  pclose(pipe);
-  return out;
+  return sixfold::test::run_command("LD_DEBUG=libs " + std::string(SIXFOLD_BINARY) + " " + args + " 2>&1 >/dev/null").output;
 }
 
 }  // namespace
