@@ -1,6 +1,7 @@
 #include "tools/cli/html_report.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <map>
 #include <sstream>
@@ -163,32 +164,58 @@ std::string task_label(const Task& t) {
   return std::string(kTaskKinds[int(t.kind)]) + " chunk " + std::to_string(t.chunk) + " mb " + std::to_string(t.micro_batch);
 }
 
-// Rows: each (stage, stream) with tasks; x: time over the step.
+// Rows: each (stage, stream) with tasks; x: time over the step. A row draws at most `per_row`
+// rects: tasks that would come out narrower than the width that leaves are drawn together, in the
+// colour of the kind that takes most of their time (the tooltip says how many of each): a
+// 64-stage, 512-micro-batch step has 10^5 tasks, far more than a page can hold.
 void simulated_timeline(std::ostream& o, const SimulationResult& r) {
-  std::map<std::pair<int, int>, int> rows;
+  std::map<std::pair<int, int>, std::vector<const Task*>> rows;
   for (const Task& t : r.tasks)
-    if (t.end > t.start) rows.emplace(std::pair{t.rank, int(t.stream)}, 0);
-  int i = 0;
-  for (auto& [key, index] : rows) index = i++;
+    if (t.end > t.start) rows[{t.rank, int(t.stream)}].push_back(&t);
   const int row = 16, height = int(rows.size()) * row + 40;
   const double plot = kWidth - kLabel - 20, scale = r.step_time > 0 ? plot / r.step_time : 0;
+  const size_t per_row = std::max<size_t>(50, kMaxRects / std::max<size_t>(1, rows.size()));
+  const Seconds min_width = scale > 0 ? std::max(1.0, plot / double(per_row)) / scale : 0;
   open_svg(o, "timeline", height, "simulated timeline of one step");
-  for (const auto& [key, index] : rows)
-    text(o, kLabel - 6, 12 + index * row + 11, "stage " + std::to_string(key.first) + " " + to_string(Stream(key.second)), "end");
-  size_t drawn = 0;
-  for (const Task& t : r.tasks) {
-    if (t.end <= t.start) continue;
-    if (++drawn > kMaxRects) break;
-    const int index = rows.at({t.rank, int(t.stream)});
-    rect(o, kLabel + t.start * scale, 12 + index * row, (t.end - t.start) * scale, row - 3, colour(kTaskKinds[int(t.kind)]),
-         task_label(t) + ": " + format_seconds(t.start) + " to " + format_seconds(t.end), "task");
+  int index = 0;
+  size_t merged = 0;
+  for (auto& [key, tasks] : rows) {
+    const double y = 12 + index++ * row;
+    text(o, kLabel - 6, y + 11, "stage " + std::to_string(key.first) + " " + to_string(Stream(key.second)), "end");
+    std::sort(tasks.begin(), tasks.end(), [](const Task* a, const Task* b) { return a->start < b->start; });
+    for (size_t k = 0; k < tasks.size();) {
+      const Seconds start = tasks[k]->start;
+      Seconds end = tasks[k]->end;
+      std::array<Seconds, std::size(kTaskKinds)> by_kind{};
+      std::array<int, std::size(kTaskKinds)> count{};
+      size_t n = 0;
+      do {
+        const Task& t = *tasks[k + n++];
+        end = std::max(end, t.end);
+        by_kind[size_t(t.kind)] += t.end - t.start;
+        ++count[size_t(t.kind)];
+      } while (k + n < tasks.size() && end - start < min_width);
+      const size_t main = size_t(std::max_element(by_kind.begin(), by_kind.end()) - by_kind.begin());
+      std::string tip;
+      if (n == 1) {
+        tip = task_label(*tasks[k]);
+      } else {
+        merged += n;
+        for (size_t c = 0; c < count.size(); ++c)
+          if (count[c] > 0) tip += (tip.empty() ? "" : ", ") + std::to_string(count[c]) + " " + kTaskKinds[c];
+      }
+      k += n;
+      rect(o, kLabel + start * scale, y, (end - start) * scale, row - 3, colour(kTaskKinds[main]),
+           tip + ": " + format_seconds(start) + " to " + format_seconds(end), "task");
+    }
   }
   text(o, kLabel, height - 8, "0");
   text(o, kWidth - 20, height - 8, format_seconds(r.step_time), "end");
   o << "</svg>\n";
-  if (drawn > kMaxRects)
-    o << "<p class=\"note\">The first " << kMaxRects << " of " << r.tasks.size()
-      << " tasks are drawn; `sixfold simulate --trace` writes them all for Perfetto.</p>\n";
+  if (merged > 0)
+    o << "<p class=\"note\">" << merged << " of " << r.tasks.size()
+      << " tasks are drawn a few together (too narrow to show one by one); <code>sixfold simulate --trace</code> "
+         "writes each for Perfetto.</p>\n";
   o << "<p class=\"legend\">";
   for (const char* kind : kTaskKinds) o << "<span><i style=\"background:" << colour(kind) << "\"></i>" << kind << "</span> ";
   o << "</p>\n";
@@ -258,6 +285,11 @@ ReportInput report_input(const std::string& command, const Scenario& s, const Pr
 std::string html_report(const ReportInput& in) {
   if (!in.prediction) throw Error("html_report: no prediction to show");
   const Prediction& p = *in.prediction;
+  // Colours are handed out in first-use order: name the timeline kinds, the memory and the time
+  // components first, in a fixed order, so that every page gives each the same colour.
+  for (const char* kind : kTaskKinds) colour(kind);
+  for (const auto& [name, bytes] : MemoryBreakdown{}.components()) colour(name);
+  for (const auto& [name, seconds] : TimeBreakdown{}.components()) colour(name);
   std::ostringstream o;
   o << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>sixfold " << escape(in.command) << ": "
     << escape(in.layout) << "</title>\n<style>\n"
