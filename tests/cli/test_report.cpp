@@ -131,3 +131,17 @@ TEST_CASE("--report refuses a name that is not an HTML page, and writes nothing"
   CHECK(contains(r.output, ".html"));
   CHECK_FALSE(std::filesystem::exists(path));
 }
+
+TEST_CASE("a big step's timeline stays a page: narrow tasks are drawn together, and it says so") {
+  const std::string path = temp_path("sixfold-big-report.html");
+  const auto r = run_sixfold("simulate --model llama3-70b --hardware h100-sxm-80g --gpus 64 --tp 4 --pp 16 --seq 4096 "
+                             "--global-batch 2048 --report " + path);
+  REQUIRE(r.code == 0);
+  const std::string page = read(path);
+  const size_t rects = count(page, "<rect class=\"task\"");
+  CHECK(rects > 1000);    // every row drawn across the step
+  CHECK(rects < 25000);   // not one rect per task (~127,000 tasks)
+  CHECK(contains(page, "tasks are drawn a few together"));
+  CHECK(contains(page, "forward, "));  // a merged rect's tooltip counts its tasks by kind
+  std::filesystem::remove(path);
+}
