@@ -125,7 +125,7 @@ void cli_args(const std::string& input) {
   // Nothing that writes files, trains, benchmarks this machine or starts thousands of threads.
   for (const auto& a : args) {
     if (a == "run" || a == "calibrate") return;
-    for (const char* bad : {"--export", "--trace", "-o", "--output", "--threads"})
+    for (const char* bad : {"--export", "--trace", "--report", "-o", "--output", "--threads"})
       if (a.rfind(bad, 0) == 0) return;
   }
   // decide plans every cell of its grid: the default 5 x 4 x 4 grid is 80 full searches (3.4 s in
