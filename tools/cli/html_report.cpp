@@ -110,7 +110,7 @@ void memory_legend(std::ostream& o, const MemoryBreakdown& m) {
 // The peak stage's memory as one bar stacked by component, against the budget.
 void memory_components(std::ostream& o, const MemoryBreakdown& m, Bytes budget, const std::string& budget_label) {
   const int height = 70;
-  const double top = std::max(budget, m.total()) / kGiB, plot = kWidth - 40;
+  const double top = std::max({budget, m.total(), Bytes(1)}) / kGiB, plot = kWidth - 40;
   open_svg(o, "memory-components", height, "memory per component of the peak stage against the budget");
   double x = 20;
   for (const auto& [name, b] : memory_parts(m)) {
