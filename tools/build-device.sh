@@ -7,8 +7,9 @@
 #   - yaml-cpp linked statically (an imported static target replaces the system's shared one);
 #   - libstdc++/libgcc statically (SIXFOLD_STATIC=ON);
 #   - the CUDA runtime statically (CUDA::cudart_static, the kernels' default);
-#   - cuBLASLt (and NCCL for the executor) stay shared: their static archives are hundreds of MB
-#     and the device finds them under site-packages/nvidia/*/lib (gpu-check.sh sets LD_LIBRARY_PATH).
+#   - NCCL (and CUPTI) stay shared and linked; cuBLASLt is shared and loaded with dlopen when the
+#     first GEMM runs (kernels/cublaslt_loader.cu): their static archives are hundreds of MB, and
+#     the device finds them under site-packages/nvidia/*/lib (gpu-check.sh sets LD_LIBRARY_PATH).
 #     They must match the toolkit's major version (libcublasLt.so.13 for CUDA 13).
 # Architecture: sm_90 (H100/H200). MPI is off (one device machine, one GPU).
 #
