@@ -4,7 +4,7 @@
 
 #include "common/error.hpp"
 #include "executor/param_init.hpp"
-#include "executor/pipeline_schedule.hpp"
+#include "models/pipeline_schedule.hpp"
 #include "executor/synthetic_data.hpp"
 #include "simulator/memory_model.hpp"
 #include "kernels/cross_entropy_ref.hpp"
@@ -46,6 +46,9 @@ ModelRuntime<T>::ModelRuntime(const ModelSpec& model, const Layout& layout, cons
           "qk-norm, learned positions and parallel residual are not implemented in the executor");
   require(model.moe.shared_experts == 0 && model.moe.capacity_factor == 0 && !model.moe.router_bias,
           "shared experts, expert capacity and router bias are not implemented in the executor");
+  require(!splits_weight_grad(layout.schedule),
+          "the executor runs the gpipe, 1f1b and interleaved schedules, not " + to_string(layout.schedule) +
+              " (its deferred weight-gradient passes)");
   require(model.kv_heads % layout.tp == 0, "tp must divide kv_heads (" + std::to_string(model.kv_heads) + ")");
   require(model.vocab % layout.tp == 0, "tp must divide the vocabulary (" + std::to_string(model.vocab) + ")");
   require(model.ffn % layout.tp == 0 || model.moe.enabled(), "tp must divide ffn");
@@ -167,11 +170,11 @@ double ModelRuntime<T>::forward_backward(long step) {
   ready_.clear();
   bucket_.clear();
   bucket_bytes_ = 0;
-  const auto actions = pipeline_actions(layout_.schedule, layout_.pp, layout_.virtual_stages(), ctx_.groups->me.pp,
-                                        micro_batches_);
-  for (const auto& a : actions) {
-    if (a.forward) forward(a.chunk, a.micro_batch, step);
-    else backward(a.chunk, a.micro_batch);
+  // The schedule's own order (models/pipeline_schedule.hpp), the one the simulator plays.
+  for (const ScheduledBlock& b : stage_order(layout_.schedule, layout_.pp, layout_.virtual_stages(), micro_batches_,
+                                             ctx_.groups->me.pp)) {
+    if (b.phase == Phase::Forward) forward(b.chunk, int(b.micro_batch), step);
+    else backward(b.chunk, int(b.micro_batch));
   }
   ctx_.groups->pp->wait_sends();
   pending_sends_.clear();

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "models/pipeline_schedule.hpp"
+
 namespace sixfold {
 
 std::string to_string(PeakMoment m) {
@@ -84,20 +86,10 @@ Bytes gradient_bucket_bytes(const Layout& l, const Workload& w) {
 }
 
 double in_flight_micro_batches(const Layout& l, Count m, int stage) {
-  const int p = l.pp;
-  switch (l.schedule) {
-    case Schedule::GPipe: return double(m);
-    case Schedule::OneFOneB:
-    case Schedule::ZeroBubble: return double(std::min<Count>(p - stage, m));
-    case Schedule::Interleaved: {
-      // Megatron-LM's interleaved schedule warms up (p - rank - 1) * 2 + (v - 1) * p chunks, then
-      // holds one more while it runs 1F1B (schedules.py, get_num_warmup_microbatches).
-      const int v = l.vpp;
-      const Count chunks = std::min<Count>(m * v, Count(p - stage - 1) * 2 + Count(v - 1) * p + 1);
-      return double(chunks) / v;
-    }
-  }
-  return 1;
+  // The schedule's warm-up and the forward it runs before each backward (models/pipeline_schedule),
+  // in whole-stage units: a virtual chunk holds 1/vpp of the stage's layers.
+  const int v = l.schedule == Schedule::Interleaved ? l.vpp : 1;
+  return double(peak_held_blocks(l.schedule, l.pp, v, m, stage)) / v;
 }
 
 double chunk_in_flight(const Layout& l, Count m, int stage, int chunk) {
@@ -106,7 +98,7 @@ double chunk_in_flight(const Layout& l, Count m, int stage, int chunk) {
   // micro-batches per chunk: chunk 0 for micro-batches 0..p-1, chunk 1 for the same, ..., then
   // chunk 0 again for p..2p-1. The first `warm-up + 1` of them are held at the peak.
   const Count p = l.pp, v = l.vpp;
-  const Count held = std::min<Count>(m * v, Count(p - stage - 1) * 2 + (v - 1) * p + 1);
+  const Count held = peak_held_blocks(l.schedule, l.pp, l.vpp, m, stage);
   const Count rounds = held / (p * v), rest = held % (p * v);
   return double(rounds * p + std::clamp<Count>(rest - chunk * p, 0, p));
 }

@@ -16,7 +16,7 @@
 #include "simulator/op_list_cost.hpp"
 #include "simulator/event_simulator.hpp"
 #include "simulator/hardware_profile.hpp"
-#include "simulator/pipeline_schedule.hpp"
+#include "models/pipeline_schedule.hpp"
 
 namespace sixfold {
 

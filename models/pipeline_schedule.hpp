@@ -1,7 +1,8 @@
 #pragma once
 // Pipeline schedules as the per-stage order of compute blocks: which (virtual chunk, micro-batch,
-// phase) a stage runs next. The step simulator turns these orders into a dependency graph; the
-// order alone fixes the schedule, the graph fixes the timing.
+// phase) a stage runs next. The one copy of the schedules in the tree: the step simulator turns
+// these orders into a dependency graph (the order fixes the schedule, the graph the timing), the
+// executor runs its blocks in this order, and the memory model counts what the warm-up holds.
 #include <vector>
 
 #include "common/units.hpp"
@@ -30,6 +31,13 @@ struct ScheduledBlock {
 //    B and W; stage s defers the W passes of its last s micro-batches into the cool-down bubble.
 // Throws LayoutError for an interleaved pipeline whose micro-batches are not a multiple of p.
 std::vector<ScheduledBlock> stage_order(Schedule schedule, int stages, int chunks, Count micro_batches, int stage);
+
+// The warm-up of stage `stage`: the forward blocks it runs before the steady one-forward-one-
+// backward phase (Megatron's num_warmup_microbatches; all of them under GPipe). And the blocks
+// whose activations it holds at its peak: the warm-up and the steady phase's first forward, at
+// most all its blocks (micro_batches x chunks).
+Count warmup_forwards(Schedule schedule, int stages, int chunks, Count micro_batches, int stage);
+Count peak_held_blocks(Schedule schedule, int stages, int chunks, Count micro_batches, int stage);
 
 // Whether the schedule splits the backward into B and W blocks.
 inline bool splits_weight_grad(Schedule s) { return s == Schedule::ZeroBubble; }

@@ -1,4 +1,4 @@
-#include "simulator/pipeline_schedule.hpp"
+#include "models/pipeline_schedule.hpp"
 
 #include <algorithm>
 #include <string>
@@ -27,7 +27,7 @@ std::vector<ScheduledBlock> gpipe(Count m) {
 
 std::vector<ScheduledBlock> one_f_one_b(int p, Count m, int s) {
   std::vector<ScheduledBlock> out;
-  const Count warmup = std::min<Count>(p - s - 1, m);
+  const Count warmup = warmup_forwards(Schedule::OneFOneB, p, 1, m, s);
   for (Count i = 0; i < warmup; ++i) out.push_back({0, i, Phase::Forward});
   for (Count i = 0; i < m - warmup; ++i) {
     out.push_back({0, warmup + i, Phase::Forward});
@@ -43,7 +43,7 @@ std::vector<ScheduledBlock> one_f_one_b(int p, Count m, int s) {
 // while the B's they would have delayed reach the earlier stages sooner (Qi et al. 2024, fig. 3).
 std::vector<ScheduledBlock> zero_bubble_h1(int p, Count m, int s) {
   std::vector<ScheduledBlock> out;
-  const Count warmup = std::min<Count>(p - s - 1, m);
+  const Count warmup = warmup_forwards(Schedule::ZeroBubble, p, 1, m, s);
   const Count trailing = std::min<Count>(s, m);
   auto backward = [&](Count i) {
     out.push_back({0, i, Phase::Backward});
@@ -72,7 +72,7 @@ std::vector<ScheduledBlock> interleaved(int p, int v, Count m, int s) {
     const Count mb = (group / v) * p + k % p;
     return ScheduledBlock{forward ? chunk : v - 1 - chunk, mb, forward ? Phase::Forward : Phase::Backward};
   };
-  const Count warmup = std::min<Count>(total, Count(p - s - 1) * 2 + Count(v - 1) * p);
+  const Count warmup = warmup_forwards(Schedule::Interleaved, p, v, m, s);
   std::vector<ScheduledBlock> out;
   for (Count k = 0; k < warmup; ++k) out.push_back(block(k, true));
   for (Count k = 0; k < total - warmup; ++k) {
@@ -84,6 +84,24 @@ std::vector<ScheduledBlock> interleaved(int p, int v, Count m, int s) {
 }
 
 }  // namespace
+
+Count warmup_forwards(Schedule schedule, int p, int v, Count m, int s) {
+  switch (schedule) {
+    case Schedule::GPipe: return m;
+    case Schedule::Interleaved:
+      // Megatron-LM schedules.py, get_num_warmup_microbatches: (p - rank - 1) * 2 + (v - 1) * p.
+      if (v > 1) return std::min<Count>(m * v, Count(p - s - 1) * 2 + Count(v - 1) * p);
+      [[fallthrough]];
+    case Schedule::OneFOneB:
+    case Schedule::ZeroBubble: return std::min<Count>(p - s - 1, m);
+  }
+  return 0;
+}
+
+Count peak_held_blocks(Schedule schedule, int p, int v, Count m, int s) {
+  const Count blocks = m * (schedule == Schedule::Interleaved ? v : 1);
+  return std::min<Count>(blocks, warmup_forwards(schedule, p, v, m, s) + 1);
+}
 
 std::vector<ScheduledBlock> stage_order(Schedule schedule, int p, int v, Count m, int s) {
   switch (schedule) {
