@@ -16,7 +16,7 @@ struct ExpertShape {
 ExpertShape shape_of(const ExecContext& ctx) {
   const auto& m = *ctx.model;
   const int ep = ctx.layout->ep;
-  return {m.moe.num_experts, m.moe.num_experts / ep, m.moe.top_k, ep, ctx.groups->me.ep, ctx.hidden,
+  return {m.moe.num_experts, m.moe.num_experts / ep, m.moe.top_k, ep, ctx.groups->ep_rank, ctx.hidden,
           long(m.moe.expert_ffn), m.activation == Activation::SwiGLU};
 }
 

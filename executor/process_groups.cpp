@@ -4,20 +4,6 @@
 
 namespace sixfold {
 
-RankCoordinates rank_coordinates(const Layout& l, int r) {
-  RankCoordinates c;
-  c.tp = r % l.tp;
-  c.cp = (r / l.tp) % l.cp;
-  c.dp = (r / (l.tp * l.cp)) % l.dp;
-  c.pp = r / (l.tp * l.cp * l.dp);
-  c.ep = c.dp % l.ep;
-  return c;
-}
-
-int world_rank_of(const Layout& l, const RankCoordinates& c) {
-  return c.tp + l.tp * (c.cp + l.cp * (c.dp + l.dp * c.pp));
-}
-
 ProcessGroups make_process_groups(const Layout& l, Communicator& world) {
   if (world.size() != l.gpus())
     throw UsageError("the layout needs dp*tp*pp*cp = " + std::to_string(l.gpus()) + " ranks but " +
@@ -28,6 +14,7 @@ ProcessGroups make_process_groups(const Layout& l, Communicator& world) {
   ProcessGroups g;
   g.world = &world;
   g.me = rank_coordinates(l, world.rank());
+  g.ep_rank = g.me.dp % l.ep;
   const auto& c = g.me;
   const std::string who = " of world rank " + std::to_string(world.rank());
   // Colors are linear indices over the coordinates that stay fixed inside the group.
@@ -37,8 +24,8 @@ ProcessGroups make_process_groups(const Layout& l, Communicator& world) {
   g.dp_cp = world.split(c.pp * l.tp + c.tp, c.dp * l.cp + c.cp, "dp x cp group" + who);
   g.pp = world.split(c.dp * l.cp * l.tp + c.cp * l.tp + c.tp, c.pp, "pp group" + who);
   const int ep_block = c.dp / l.ep;
-  g.ep = world.split(((c.pp * l.tp + c.tp) * l.cp + c.cp) * (l.dp / l.ep) + ep_block, c.ep, "ep group" + who);
-  g.expert_dp = world.split((c.pp * l.tp + c.tp) * l.ep + c.ep, ep_block * l.cp + c.cp, "expert dp group" + who);
+  g.ep = world.split(((c.pp * l.tp + c.tp) * l.cp + c.cp) * (l.dp / l.ep) + ep_block, g.ep_rank, "ep group" + who);
+  g.expert_dp = world.split((c.pp * l.tp + c.tp) * l.ep + g.ep_rank, ep_block * l.cp + c.cp, "expert dp group" + who);
   // First and last stage of each pipeline share the tied embedding; other stages get a group of
   // their own that is never used.
   const bool on_embedding = c.pp == 0 || c.pp == l.pp - 1;

@@ -1,10 +1,7 @@
 #pragma once
-// Process groups of a layout, Megatron-LM style. World rank order, fastest-varying first:
-//   rank = tp_rank + tp * (cp_rank + cp * (dp_rank + dp * pp_rank))
-// so TP peers are neighbours (one node, NVLink), then CP, then DP, and pipeline stages are the
-// slowest dimension (Megatron's default order "tp-cp-ep-dp-pp"). Expert parallelism is carved
-// out of the data-parallel dimension: ep_rank = dp_rank % ep, and the ranks of one EP group
-// share (pp, tp, cp, dp_rank / ep).
+// Process groups of a layout, Megatron-LM style, over the rank mesh of models/rank_mesh.hpp
+// (tp fastest, then cp, dp, pp). Expert parallelism is carved out of the data-parallel dimension:
+// ep_rank = dp_rank % ep, and the ranks of one EP group share (pp, tp, cp, dp_rank / ep).
 //
 // Groups:
 //   tp          same (pp, dp, cp)            tensor-parallel collectives
@@ -19,18 +16,13 @@
 
 #include "executor/communicator.hpp"
 #include "models/layout.hpp"
+#include "models/rank_mesh.hpp"
 
 namespace sixfold {
 
-struct RankCoordinates {
-  int tp = 0, cp = 0, dp = 0, pp = 0, ep = 0;
-};
-
-RankCoordinates rank_coordinates(const Layout& layout, int world_rank);
-int world_rank_of(const Layout& layout, const RankCoordinates& c);
-
 struct ProcessGroups {
   RankCoordinates me;
+  int ep_rank = 0;  // dp_rank % ep (expert parallelism carved out of data parallelism)
   Communicator* world = nullptr;
   std::unique_ptr<Communicator> tp, cp, dp, dp_cp, pp, ep, expert_dp, embedding;
 };

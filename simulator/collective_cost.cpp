@@ -1,5 +1,6 @@
 #include "simulator/collective_cost.hpp"
 
+#include "models/rank_mesh.hpp"
 #include "simulator/kernel_tables.hpp"
 
 #include <algorithm>
@@ -12,10 +13,10 @@ GroupPlacement place_group(Group g, const Layout& l, int gpus_per_node) {
   int size = 1;
   switch (g) {
     case Group::None: return {};
-    case Group::TP: stride = 1; size = l.tp; break;
-    case Group::CP: stride = l.tp; size = l.cp; break;
-    case Group::DP: stride = long(l.tp) * l.cp; size = l.dp; break;
-    case Group::PP: stride = long(l.tp) * l.cp * l.dp; size = 2; break;  // a send/recv pair
+    case Group::TP: stride = mesh_stride(l, MeshAxis::TP); size = l.tp; break;
+    case Group::CP: stride = mesh_stride(l, MeshAxis::CP); size = l.cp; break;
+    case Group::DP: stride = mesh_stride(l, MeshAxis::DP); size = l.dp; break;
+    case Group::PP: stride = mesh_stride(l, MeshAxis::PP); size = 2; break;  // a send/recv pair
     case Group::ExpertTensor: stride = 1; size = l.etp; break;
     case Group::EP: stride = l.etp; size = l.ep; break;
     case Group::ExpertData: stride = long(l.etp) * l.ep; size = std::max(1, l.tp * l.cp * l.dp / (l.ep * l.etp)); break;
@@ -33,7 +34,7 @@ GroupPlacement place_group(Group g, const Layout& l, int gpus_per_node) {
 GroupPlacement place_gradient_group(const Layout& l, int gpus_per_node) {
   GroupPlacement p;
   p.size = l.dp * l.cp;
-  p.crosses_nodes = p.size > 1 && l.tp * l.cp * l.dp > gpus_per_node;
+  p.crosses_nodes = p.size > 1 && mesh_stride(l, MeshAxis::PP) > gpus_per_node;  // the tp*cp*dp block
   p.ranks_per_node = std::max(1, std::min(p.size, gpus_per_node / std::max(1, l.tp)));
   return p;
 }

@@ -8,6 +8,7 @@
 
 #include "executor/measured_op_class.hpp"
 #include "executor/run.hpp"
+#include "models/rank_mesh.hpp"
 #include "simulator/cost_model.hpp"
 #include "tools/cli/command.hpp"
 #include "tools/cli/flags.hpp"
@@ -49,10 +50,10 @@ struct RunCommand {
     // Step time predicted with a calibrated profile of the CPU ranks (sixfold calibrate --backend cpu).
     std::optional<Prediction> timed;
     if (!cpu_profile.empty()) timed = predict(s.model, load_hardware(cpu_profile), cpu_work, s.layout);
-    // World rank -> pipeline stage under Megatron's order (tp fastest, then cp, dp, pp).
-    // Under --emulate-rank the one row measured is that world rank's.
+    // World rank -> pipeline stage on the rank mesh (models/rank_mesh.hpp). Under --emulate-rank
+    // the one row measured is that world rank's.
     auto world_rank = [&](int row) { return rep.emulated_rank >= 0 ? rep.emulated_rank : row; };
-    auto stage_of = [&](int row) { return world_rank(row) / (s.layout.tp * s.layout.cp * s.layout.dp); };
+    auto stage_of = [&](int row) { return rank_coordinates(s.layout, world_rank(row)).pp; };
     if (!report.empty()) write_report(s, rep, cpu_work, timed, predicted[stage_of(0)]);
 
     if (json) {
