@@ -108,7 +108,7 @@ else
 fi
 
 # The executor on the GPU. The model runtime keeps tensors on the host and runs GEMMs on the GPU
-# (executor/cuda_backend.hpp), so the runs are kept short: seq 256, 1-2 steps.
+# (executor/backend/cuda/cuda_backend.hpp), so the runs are kept short: seq 256, 1-2 steps.
 sixfold="$build/sixfold"
 run_1b_rc=127
 run_70b_rc=127
@@ -129,7 +129,7 @@ CFG
     run_1b_rc=$?
   fi
   # Rank 0 holds ~2.2e9 parameters, but the runtime draws every tensor whole before slicing it
-  # (executor/param_init.hpp), ~1.8e10 normal draws: expect this step to need minutes of CPU.
+  # (executor/runtime/param_init.hpp), ~1.8e10 normal draws: expect this step to need minutes of CPU.
   if (( $(remaining) > 60 )); then
     echo "== sixfold run --backend cuda --emulate-rank 0, llama3-70b TP8 PP4" >> "$out/env.txt"
     timeout "$(capped 150)" "$sixfold" run --backend cuda --model llama3-70b --hardware h200-sxm-141g --gpus 32 \

@@ -6,10 +6,10 @@
 #include <random>
 #include <vector>
 
-#include "executor/cpu_backend.hpp"
-#include "executor/cuda_backend.hpp"
-#include "executor/run.hpp"
-#include "executor/self_communicator.hpp"
+#include "executor/backend/cpu/cpu_backend.hpp"
+#include "executor/backend/cuda/cuda_backend.hpp"
+#include "executor/runtime/run.hpp"
+#include "executor/comm/self_communicator.hpp"
 #include "tiny_model.hpp"
 
 using namespace sixfold;

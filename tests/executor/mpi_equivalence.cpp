@@ -11,9 +11,9 @@
 #include <string>
 
 #include "common/error.hpp"
-#include "executor/communicator.hpp"
-#include "executor/run.hpp"
-#include "executor/self_communicator.hpp"
+#include "executor/comm/communicator.hpp"
+#include "executor/runtime/run.hpp"
+#include "executor/comm/self_communicator.hpp"
 #include "tiny_model.hpp"
 
 using namespace sixfold;

@@ -11,7 +11,7 @@
 #include <string>
 
 #include "common/error.hpp"
-#include "executor/run.hpp"
+#include "executor/runtime/run.hpp"
 #include "simulator/cost_model.hpp"
 #include "simulator/hardware_profile.hpp"
 #include "tiny_model.hpp"

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "common/error.hpp"
-#include "executor/run.hpp"
+#include "executor/runtime/run.hpp"
 #include "tiny_model.hpp"
 #ifdef SIXFOLD_HAVE_CUDA
 #include "kernels/cuda_kernels.hpp"

@@ -6,9 +6,9 @@
 #include <cmath>
 
 #include "common/error.hpp"
-#include "executor/emulated_communicator.hpp"
-#include "executor/process_groups.hpp"
-#include "executor/run.hpp"
+#include "executor/comm/emulated_communicator.hpp"
+#include "executor/runtime/process_groups.hpp"
+#include "executor/runtime/run.hpp"
 #include "simulator/cost_model.hpp"
 #include "simulator/hardware_profile.hpp"
 #include "tiny_model.hpp"

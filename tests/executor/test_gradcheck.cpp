@@ -6,9 +6,9 @@
 #include <cmath>
 #include <random>
 
-#include "executor/cpu_backend.hpp"
-#include "executor/model_runtime.hpp"
-#include "executor/self_communicator.hpp"
+#include "executor/backend/cpu/cpu_backend.hpp"
+#include "executor/runtime/model_runtime.hpp"
+#include "executor/comm/self_communicator.hpp"
 #include "tiny_model.hpp"
 
 using namespace sixfold;

@@ -1,7 +1,7 @@
 #include <doctest/doctest.h>
 
 #include "common/error.hpp"
-#include "executor/memory_tracker.hpp"
+#include "executor/runtime/memory_tracker.hpp"
 
 using namespace sixfold;
 

@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "common/error.hpp"
-#include "executor/run.hpp"
+#include "executor/runtime/run.hpp"
 #include "tiny_model.hpp"
 
 using namespace sixfold;

@@ -8,7 +8,7 @@
 
 #include "common/error.hpp"
 #include "common/suggest.hpp"
-#include "executor/communicator.hpp"
+#include "executor/comm/communicator.hpp"
 #include "tools/cli/command.hpp"
 
 namespace sixfold::cli {

@@ -1,7 +1,7 @@
 // sixfold calibrate: fit a hardware profile. --from-runs fits it to measured training runs (a
 // validation CSV) on a split and reports the error on the rows left out. --backend cpu measures
-// the executor's CPU ranks (executor/cpu_calibration.hpp) into a profile YAML (-o FILE).
-// --backend cuda microbenchmarks this machine's GPUs (executor/cuda_calibration.hpp, CUDA build
+// the executor's CPU ranks (executor/calibrate/cpu_calibration.hpp) into a profile YAML (-o FILE).
+// --backend cuda microbenchmarks this machine's GPUs (executor/calibrate/cuda/cuda_calibration.hpp, CUDA build
 // only) into a profile YAML plus FILE.measurements.json. --from-kineto fits a base profile to the
 // kernels of a PyTorch profiler trace (simulator/kineto_trace.hpp).
 #include <cstdio>
@@ -15,9 +15,9 @@
 #include "common/error.hpp"
 #include "common/file_io.hpp"
 #include "tools/cli/flags.hpp"
-#include "executor/cpu_calibration.hpp"
+#include "executor/calibrate/cpu_calibration.hpp"
 #ifdef SIXFOLD_HAVE_CUDA
-#include "executor/cuda_calibration.hpp"
+#include "executor/calibrate/cuda/cuda_calibration.hpp"
 #include "kernels/cuda_kernels.hpp"
 #endif
 #include "simulator/error_band.hpp"

@@ -6,8 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "executor/measured_op_class.hpp"
-#include "executor/run.hpp"
+#include "executor/runtime/measured_op_class.hpp"
+#include "executor/runtime/run.hpp"
 #include "models/rank_mesh.hpp"
 #include "simulator/cost_model.hpp"
 #include "tools/cli/command.hpp"

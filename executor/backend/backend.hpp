@@ -1,0 +1,99 @@
+#pragma once
+// What the runtime asks of a device: allocation with byte accounting (MemoryTracker), GEMM, the
+// per-op wall clock, and the communicator of the world (collectives and point-to-point; the
+// process groups are split from it). The element-wise kernels are the references of kernels/ on
+// the CPU backend; a CUDA backend swaps in its own.
+#include <chrono>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/units.hpp"
+#include "executor/comm/communicator.hpp"
+#include "executor/runtime/memory_tracker.hpp"
+
+namespace sixfold {
+
+// Wall time per op name, summed over calls (the measured side of predicted-vs-measured).
+struct OpTime {
+  Seconds total = 0;
+  long calls = 0;
+};
+
+// One timed op on this rank's clock, seconds since the backend was made: the measured timeline.
+struct OpEvent {
+  const char* name = "";  // static string, as ScopedOpTimer takes it
+  Seconds start = 0, end = 0;
+  int depth = 0;          // timed inside this many other timed ops
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;
+  // Row-major C[m,n] = alpha * op(A) * op(B) + beta * C; op(A) is [m,k] (A stored [k,m] when
+  // trans_a), op(B) is [k,n] (B stored [n,k] when trans_b).
+  virtual void gemm(bool trans_a, bool trans_b, long m, long n, long k, float alpha, const float* a, const float* b,
+                    float beta, float* c) = 0;
+  virtual void gemm(bool trans_a, bool trans_b, long m, long n, long k, double alpha, const double* a,
+                    const double* b, double beta, double* c) = 0;
+
+  // Called by ScopedOpTimer around each op, so that a backend tracing device activity (CUDA with
+  // CUPTI) can attribute what the op launches to it. No-ops by default.
+  virtual void op_begin(const char* name) {}
+  virtual void op_end() {}
+
+  MemoryTracker& memory() { return memory_; }
+  Communicator& world() { return *world_; }
+  std::map<std::string, OpTime>& op_times() { return op_times_; }
+  // The ops timed since the last clear (the runtime clears it before each step, so that it holds
+  // the last step only: bounded by one step's ops).
+  std::vector<OpEvent>& op_events() { return op_events_; }
+  std::chrono::steady_clock::time_point origin() const { return origin_; }
+  int& op_depth() { return op_depth_; }
+
+ protected:
+  explicit Backend(std::unique_ptr<Communicator> world) : world_(std::move(world)) {}
+
+ private:
+  MemoryTracker memory_;
+  std::unique_ptr<Communicator> world_;
+  std::map<std::string, OpTime> op_times_;
+  std::vector<OpEvent> op_events_;
+  std::chrono::steady_clock::time_point origin_ = std::chrono::steady_clock::now();
+  int op_depth_ = 0;
+};
+
+// Adds the wall time of a scope to backend.op_times()[name] and its span to backend.op_events().
+class ScopedOpTimer {
+ public:
+  ScopedOpTimer(Backend& backend, const char* name)
+      : backend_(backend), entry_(backend.op_times()[name]), name_(name), depth_(backend.op_depth()++),
+        start_(std::chrono::steady_clock::now()) {
+    backend_.op_begin(name);
+  }
+  ~ScopedOpTimer() {
+    backend_.op_end();
+    const auto end = std::chrono::steady_clock::now();
+    entry_.total += std::chrono::duration<double>(end - start_).count();
+    ++entry_.calls;
+    --backend_.op_depth();
+    const auto since = [&](std::chrono::steady_clock::time_point t) {
+      return std::chrono::duration<double>(t - backend_.origin()).count();
+    };
+    backend_.op_events().push_back({name_, since(start_), since(end), depth_});
+  }
+
+ private:
+  Backend& backend_;
+  OpTime& entry_;
+  const char* name_;
+  int depth_;
+  std::chrono::steady_clock::time_point start_;
+};
+
+// Backends by name ("cpu"); throws UsageError listing the known names.
+std::unique_ptr<Backend> make_backend(const std::string& name, std::unique_ptr<Communicator> world);
+
+}  // namespace sixfold

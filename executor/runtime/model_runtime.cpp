@@ -1,0 +1,463 @@
+#include "executor/runtime/model_runtime.hpp"
+
+#include <cmath>
+
+#include "common/error.hpp"
+#include "executor/runtime/param_init.hpp"
+#include "models/pipeline_schedule.hpp"
+#include "executor/runtime/synthetic_data.hpp"
+#include "simulator/memory_model.hpp"
+#include "kernels/cross_entropy_ref.hpp"
+#include "kernels/norm_ref.hpp"
+
+namespace sixfold {
+
+template <class T>
+struct ModelRuntime<T>::Chunk {
+  int virtual_stage = 0;
+  bool first = false, last = false;  // holds the embedding / the head
+  std::vector<std::unique_ptr<TransformerLayer<T>>> layers;
+};
+
+template <class T>
+struct ModelRuntime<T>::MicroBatchState {
+  std::vector<int> tokens, targets;  // [rows]
+  std::vector<LayerSaved<T>> layers;
+  // Last stage: final-norm input and statistics, its output (the sequence shard under SP,
+  // re-gathered in backward) and the fp32 softmax of the vocab-parallel cross-entropy, which is
+  // what Megatron's VocabParallelCrossEntropy saves (the logits themselves are dropped).
+  TrackedBuffer<T> head_in, norm_mean, norm_rstd, head_normed, softmax;
+};
+
+namespace {
+void require(bool ok, const std::string& what) {
+  if (!ok) throw UsageError("the executor cannot run this: " + what);
+}
+}  // namespace
+
+template <class T>
+ModelRuntime<T>::ModelRuntime(const ModelSpec& model, const Layout& layout, const Workload& work,
+                              ProcessGroups& groups, Backend& backend, std::uint64_t seed, TrainingHyperparameters hp)
+    : model_(model), layout_(layout), work_(work), seed_(seed), hp_(hp) {
+  validate_layout(model, layout, work, groups.world->size());
+  require(!model.mla.enabled, "MLA attention is not implemented in the executor");
+  require(!model.qkv_bias && !model.linear_bias, "linear biases are not implemented in the executor");
+  require(!model.qk_norm && !model.learned_positions && !model.parallel_residual,
+          "qk-norm, learned positions and parallel residual are not implemented in the executor");
+  require(model.moe.shared_experts == 0 && model.moe.capacity_factor == 0 && !model.moe.router_bias,
+          "shared experts, expert capacity and router bias are not implemented in the executor");
+  require(!splits_weight_grad(layout.schedule),
+          "the executor runs the gpipe, 1f1b and interleaved schedules, not " + to_string(layout.schedule) +
+              " (its deferred weight-gradient passes)");
+  require(model.kv_heads % layout.tp == 0, "tp must divide kv_heads (" + std::to_string(model.kv_heads) + ")");
+  require(model.vocab % layout.tp == 0, "tp must divide the vocabulary (" + std::to_string(model.vocab) + ")");
+  require(model.ffn % layout.tp == 0 || model.moe.enabled(), "tp must divide ffn");
+  require(layout.etp == 1, "expert tensor parallelism (etp > 1) is not implemented in the executor");
+  require(model.rotary_fraction > 0, "absolute positions (rotary_fraction 0) are not implemented in the executor");
+  require(work.mtp_layers == 0, "multi-token prediction (--mtp-num-layers) is not implemented in the executor");
+  require(!work.fp8_activation_input_store, "the fp8 SwiGLU input store is not implemented in the executor");
+
+  ctx_.model = &model_;
+  ctx_.layout = &layout_;
+  ctx_.groups = &groups;
+  ctx_.backend = &backend;
+  ctx_.hidden = model.hidden;
+  ctx_.micro_batch = int(layout.micro_batch);
+  ctx_.seq = int(work.seq);
+  ctx_.seq_local = int(work.seq / layout.cp);
+  ctx_.rows = long(ctx_.micro_batch) * ctx_.seq_local;
+  ctx_.sp = layout.sp && layout.tp > 1;
+  require(!ctx_.sp || ctx_.rows % layout.tp == 0, "tp must divide the tokens of a micro-batch under sp");
+  ctx_.rows_residual = ctx_.sp ? ctx_.rows / layout.tp : ctx_.rows;
+  ctx_.head_dim = model.head_dim > 0 ? model.head_dim : int(model.hidden / model.heads);
+  ctx_.heads_local = model.heads / layout.tp;
+  ctx_.kv_heads_local = model.kv_heads / layout.tp;
+  ctx_.rotary_dim = int(std::lround(ctx_.head_dim * model.rotary_fraction)) / 2 * 2;
+  ctx_.ffn_local = model.ffn / layout.tp;
+  ctx_.vocab_local = model.vocab / layout.tp;
+  ctx_.vocab_start = ctx_.vocab_local * groups.me.tp;
+  const std::vector<int> mine = ctx_.cp_positions(groups.me.cp);
+  for (int b = 0; b < ctx_.micro_batch; ++b) ctx_.positions.insert(ctx_.positions.end(), mine.begin(), mine.end());
+  micro_batches_ = int(micro_batches_per_step(layout, work));
+
+  // Layers of each virtual stage (v * pp + s), in model order.
+  const int pp = layout.pp, vpp = layout.virtual_stages(), stage = groups.me.pp;
+  const std::vector<int> per_virtual_stage = virtual_stage_layer_counts(model, layout);
+  int first_layer = 0;
+  for (int v = 0; v < vpp; ++v) {
+    for (int s = 0; s < pp; ++s) {
+      const int count = per_virtual_stage[v * pp + s];
+      if (s == stage) {
+        auto chunk = std::make_unique<Chunk>();
+        chunk->virtual_stage = v * pp + s;
+        chunk->first = chunk->virtual_stage == 0;
+        chunk->last = chunk->virtual_stage == pp * vpp - 1;
+        for (int l = first_layer; l < first_layer + count; ++l)
+          chunk->layers.push_back(std::make_unique<TransformerLayer<T>>(ctx_, l, seed));
+        chunks_.push_back(std::move(chunk));
+      }
+      first_layer += count;
+    }
+  }
+  const long H = model.hidden, V = model.vocab, Vl = ctx_.vocab_local;
+  auto vocab_rows = [&](const std::string& name) {
+    return normal_block(name, seed, H, ctx_.vocab_start, ctx_.vocab_start + Vl, 0, H, 0.02);
+  };
+  const bool has_first = chunks_.front()->first, has_last = chunks_.back()->last;
+  if (has_first) {
+    embedding_ = std::make_unique<ParamGroup<T>>("embedding", layout.zero, groups.dp_cp.get(), ctx_.memory());
+    embedding_w_ = embedding_->add("embedding.weight", vocab_rows("embedding.weight"), false);
+    embedding_->finalize();
+  }
+  if (has_last) {
+    final_norm_ = std::make_unique<ParamGroup<T>>("final_norm", layout.zero, groups.dp_cp.get(), ctx_.memory());
+    final_norm_w_ = final_norm_->add("final_norm.weight", std::vector<double>(H, 1.0), ctx_.sp);
+    if (model.norm == NormKind::LayerNorm) final_norm_b_ = final_norm_->add("final_norm.bias", std::vector<double>(H, 0.0), ctx_.sp);
+    final_norm_->finalize();
+    if (!(model.tied_embeddings && has_first)) {
+      // Tied embeddings on another stage: an identical copy whose gradient is summed with the
+      // first stage's (Megatron's embedding group).
+      head_ = std::make_unique<ParamGroup<T>>("lm_head", layout.zero, groups.dp_cp.get(), ctx_.memory());
+      const std::string name = model.tied_embeddings ? "embedding.weight" : "lm_head.weight";
+      head_w_ = head_->add(name, vocab_rows(name), false);
+      head_->finalize();
+    }
+  }
+}
+
+template <class T>
+ModelRuntime<T>::~ModelRuntime() = default;
+
+template <class T>
+std::vector<ParamGroup<T>*> ModelRuntime<T>::param_groups() {
+  std::vector<ParamGroup<T>*> all;
+  if (embedding_) all.push_back(embedding_.get());
+  for (auto& c : chunks_)
+    for (auto& l : c->layers) {
+      all.push_back(&l->params());
+      if (l->expert_params()) all.push_back(l->expert_params());
+    }
+  if (final_norm_) all.push_back(final_norm_.get());
+  if (head_) all.push_back(head_.get());
+  return all;
+}
+
+template <class T>
+double ModelRuntime<T>::weight_checksum() {
+  double s = 0;
+  for (auto* g : param_groups()) s += g->weight_checksum();
+  return s;
+}
+
+template <class T>
+int ModelRuntime<T>::tag(int micro_batch, int virtual_stage, bool forward) const {
+  return (micro_batch * layout_.pp * layout_.virtual_stages() + virtual_stage) * 2 + (forward ? 0 : 1);
+}
+
+template <class T>
+double ModelRuntime<T>::train_step(long step) {
+  const double loss = forward_backward(step);
+  ScopedOpTimer timer(*ctx_.backend, "optimizer_step");
+  for (auto* g : param_groups()) g->optimizer_step(hp_.lr, hp_.beta1, hp_.beta2, hp_.eps, hp_.weight_decay, step + 1);
+  return loss;
+}
+
+template <class T>
+double ModelRuntime<T>::forward_backward(long step) {
+  current_step_ = step;
+  loss_sum_ = 0;
+  for (auto* g : param_groups()) g->zero_grads();
+  ready_.clear();
+  bucket_.clear();
+  bucket_bytes_ = 0;
+  // The schedule's own order (models/pipeline_schedule.hpp), the one the simulator plays.
+  for (const ScheduledBlock& b : stage_order(layout_.schedule, layout_.pp, layout_.virtual_stages(), micro_batches_,
+                                             ctx_.groups->me.pp)) {
+    if (b.phase == Phase::Forward) forward(b.chunk, int(b.micro_batch), step);
+    else backward(b.chunk, int(b.micro_batch));
+  }
+  ctx_.groups->pp->wait_sends();
+  pending_sends_.clear();
+  finish_gradients();
+  double loss = loss_sum_;
+  ctx_.groups->world->all_reduce_sum(&loss, 1);
+  return loss / (double(work_.global_batch) * double(work_.seq));
+}
+
+template <class T>
+void ModelRuntime<T>::forward(int chunk_index, int m, long step) {
+  Chunk& chunk = *chunks_[chunk_index];
+  auto mb = std::make_unique<MicroBatchState>();
+  const auto& me = ctx_.groups->me;
+  const std::vector<int> mine = ctx_.cp_positions(me.cp);
+  for (int b = 0; b < ctx_.micro_batch; ++b) {
+    const long sequence = step * work_.global_batch + (long(m) * layout_.dp + me.dp) * layout_.micro_batch + b;
+    const auto tokens = synthetic_sequence(seed_, step, sequence, ctx_.seq, int(model_.vocab));
+    for (int p : mine) {
+      mb->tokens.push_back(tokens[p]);
+      mb->targets.push_back(tokens[p + 1]);
+    }
+  }
+  const long width = ctx_.rows_residual * ctx_.hidden;
+  MemoryTracker* mem = ctx_.memory();
+  TrackedBuffer<T> x(mem, MemoryCategory::Buffers, width), y(mem, MemoryCategory::Buffers, width);
+  if (chunk.first) {
+    embedding_forward(*mb, x.data());
+  } else {
+    ScopedOpTimer timer(*ctx_.backend, "pp_recv");
+    const int prev = (me.pp + layout_.pp - 1) % layout_.pp;
+    ctx_.groups->pp->recv(x.data(), width, elem_type_of<T>(), prev, tag(m, chunk.virtual_stage, true));
+  }
+  mb->layers.resize(chunk.layers.size());
+  for (size_t i = 0; i < chunk.layers.size(); ++i) {
+    chunk.layers[i]->forward(ctx_, x.data(), y.data(), mb->layers[i]);
+    std::swap(x, y);
+  }
+  if (chunk.last) {
+    loss_sum_ += head_forward(*mb, x.data());
+  } else {
+    ScopedOpTimer timer(*ctx_.backend, "pp_send");
+    auto out = std::make_unique<TrackedBuffer<T>>(std::move(x));
+    const int next = (me.pp + 1) % layout_.pp;
+    ctx_.groups->pp->send(out->data(), width, elem_type_of<T>(), next, tag(m, chunk.virtual_stage + 1, true));
+    pending_sends_.push_back(std::move(out));
+  }
+  in_flight_[{chunk_index, m}] = std::move(mb);
+}
+
+template <class T>
+void ModelRuntime<T>::backward(int chunk_index, int m) {
+  Chunk& chunk = *chunks_[chunk_index];
+  auto node = in_flight_.find({chunk_index, m});
+  if (node == in_flight_.end()) throw Error("pipeline schedule runs a backward before its forward");
+  MicroBatchState& mb = *node->second;
+  const auto& me = ctx_.groups->me;
+  const bool last_micro_batch = m == micro_batches_ - 1;
+  const long width = ctx_.rows_residual * ctx_.hidden;
+  MemoryTracker* mem = ctx_.memory();
+  TrackedBuffer<T> d(mem, MemoryCategory::Buffers, width), dx(mem, MemoryCategory::Buffers, width);
+  if (chunk.last) {
+    head_backward(mb, d.data());
+    if (last_micro_batch) {
+      grads_ready(final_norm_.get());
+      if (head_) grads_ready(head_.get());
+    }
+  } else {
+    ScopedOpTimer timer(*ctx_.backend, "pp_recv");
+    const int next = (me.pp + 1) % layout_.pp;
+    ctx_.groups->pp->recv(d.data(), width, elem_type_of<T>(), next, tag(m, chunk.virtual_stage, false));
+  }
+  for (int i = int(chunk.layers.size()) - 1; i >= 0; --i) {
+    chunk.layers[i]->backward(ctx_, d.data(), dx.data(), mb.layers[i]);
+    std::swap(d, dx);
+    if (last_micro_batch) {
+      grads_ready(&chunk.layers[i]->params());
+      if (chunk.layers[i]->expert_params()) grads_ready(chunk.layers[i]->expert_params());
+    }
+  }
+  if (chunk.first) {
+    embedding_backward(mb, d.data());
+    if (last_micro_batch) grads_ready(embedding_.get());
+  } else {
+    ScopedOpTimer timer(*ctx_.backend, "pp_send");
+    auto out = std::make_unique<TrackedBuffer<T>>(std::move(d));
+    const int prev = (me.pp + layout_.pp - 1) % layout_.pp;
+    ctx_.groups->pp->send(out->data(), width, elem_type_of<T>(), prev, tag(m, chunk.virtual_stage - 1, false));
+    pending_sends_.push_back(std::move(out));
+  }
+  in_flight_.erase(node);
+}
+
+template <class T>
+void ModelRuntime<T>::embedding_forward(MicroBatchState& mb, T* out) {
+  ScopedOpTimer timer(*ctx_.backend, "embedding_forward");
+  const long H = ctx_.hidden, N = ctx_.rows;
+  TrackedBuffer<T> full(ctx_.memory(), MemoryCategory::Buffers, N * H);
+  embedding_->acquire_weights();
+  const T* table = embedding_->weight(embedding_w_);
+  for (long r = 0; r < N; ++r) {
+    const long local = mb.tokens[r] - ctx_.vocab_start;
+    if (local >= 0 && local < ctx_.vocab_local) std::copy_n(table + local * H, H, full.data() + r * H);
+  }
+  embedding_->release_weights();
+  ctx_.exit_tp_forward(full.data(), out);  // vocab-parallel: each TP rank contributed its rows
+}
+
+template <class T>
+void ModelRuntime<T>::embedding_backward(MicroBatchState& mb, const T* dout) {
+  ScopedOpTimer timer(*ctx_.backend, "embedding_backward");
+  const long H = ctx_.hidden, N = ctx_.rows;
+  TrackedBuffer<T> full(ctx_.memory(), MemoryCategory::Buffers, N * H);
+  ctx_.exit_tp_backward(dout, full.data());
+  embedding_->acquire_grads();
+  T* grad = embedding_->grad(embedding_w_);
+  for (long r = 0; r < N; ++r) {
+    const long local = mb.tokens[r] - ctx_.vocab_start;
+    if (local < 0 || local >= ctx_.vocab_local) continue;
+    for (long i = 0; i < H; ++i) grad[local * H + i] += full[r * H + i];
+  }
+  embedding_->release_grads(nullptr);
+}
+
+template <class T>
+double ModelRuntime<T>::head_forward(MicroBatchState& mb, const T* x) {
+  const long H = ctx_.hidden, N = ctx_.rows, Nr = ctx_.rows_residual, Vl = ctx_.vocab_local;
+  MemoryTracker* mem = ctx_.memory();
+  const auto A = MemoryCategory::Activations, Bf = MemoryCategory::Buffers;
+  mb.head_in.reset(mem, A, Nr * H);
+  std::copy_n(x, Nr * H, mb.head_in.data());
+  mb.head_normed.reset(mem, A, Nr * H);
+  mb.norm_mean.reset(mem, A, model_.norm == NormKind::LayerNorm ? Nr : 0);
+  mb.norm_rstd.reset(mem, A, Nr);
+  final_norm_->acquire_weights();
+  {
+    ScopedOpTimer timer(*ctx_.backend, "norm_forward");
+    if (model_.norm == NormKind::LayerNorm)
+      layernorm_forward_ref(x, final_norm_->weight(final_norm_w_), final_norm_->weight(final_norm_b_),
+                            mb.head_normed.data(), mb.norm_mean.data(), mb.norm_rstd.data(), int(Nr), int(H),
+                            T(ctx_.norm_eps));
+    else
+      rmsnorm_forward_ref(x, final_norm_->weight(final_norm_w_), mb.head_normed.data(), mb.norm_rstd.data(), int(Nr),
+                          int(H), T(ctx_.norm_eps));
+  }
+  final_norm_->release_weights();
+  ParamGroup<T>* head = head_ ? head_.get() : embedding_.get();
+  const int w = head_ ? head_w_ : embedding_w_;
+  // The logits live only through the loss forward; they are the cost model's "one set of logits"
+  // (StageProgram::logits_bytes) and are charged to activations like it.
+  TrackedBuffer<T> logits(mem, A, N * Vl);
+  {
+    TrackedBuffer<T> full;
+    const T* head_full = mb.head_normed.data();
+    if (ctx_.sp) {
+      full.reset(mem, Bf, N * H);
+      ctx_.enter_tp_forward(mb.head_normed.data(), full.data());
+      head_full = full.data();
+    }
+    head->acquire_weights();
+    ctx_.gemm("lm_head_gemm", false, true, N, Vl, H, head_full, head->weight(w), T(0), logits.data());
+    head->release_weights();
+  }
+  ScopedOpTimer timer(*ctx_.backend, "cross_entropy_forward");
+  Communicator& tp = ctx_.tp();
+  TrackedBuffer<T> row_max(mem, Bf, N), row_sumexp(mem, Bf, N), target(mem, Bf, N);
+  logits_rowmax_ref(logits.data(), row_max.data(), int(N), int(Vl));
+  tp.all_reduce_max(row_max.data(), N);
+  logits_sumexp_ref(logits.data(), row_max.data(), row_sumexp.data(), int(N), int(Vl));
+  tp.all_reduce_sum(row_sumexp.data(), N);
+  target_logit_ref(logits.data(), mb.targets.data(), int(ctx_.vocab_start), target.data(), int(N), int(Vl));
+  tp.all_reduce_sum(target.data(), N);
+  mb.softmax.reset(mem, A, N * Vl);
+  for (long r = 0; r < N; ++r) {
+    const double max = row_max[r], inv_sum = 1.0 / double(row_sumexp[r]);
+    for (long v = 0; v < Vl; ++v) mb.softmax[r * Vl + v] = T(std::exp(double(logits[r * Vl + v]) - max) * inv_sum);
+  }
+  double loss = 0;
+  for (long r = 0; r < N; ++r) loss += std::log(double(row_sumexp[r])) + row_max[r] - target[r];
+  return ctx_.groups->me.tp == 0 ? loss : 0.0;  // every TP rank holds the same loss; count it once
+}
+
+template <class T>
+void ModelRuntime<T>::head_backward(MicroBatchState& mb, T* dx) {
+  const long H = ctx_.hidden, N = ctx_.rows, Nr = ctx_.rows_residual, Vl = ctx_.vocab_local;
+  MemoryTracker* mem = ctx_.memory();
+  const auto Bf = MemoryCategory::Buffers;
+  TrackedBuffer<T> dlogits(mem, Bf, N * Vl), dfull(mem, Bf, N * H), dnormed(mem, Bf, Nr * H);
+  {
+    // d loss / d logit = (softmax - onehot(target)) / tokens of the global batch.
+    ScopedOpTimer timer(*ctx_.backend, "cross_entropy_backward");
+    const T dloss = T(1.0 / (double(work_.global_batch) * double(work_.seq)));
+    for (long r = 0; r < N; ++r) {
+      for (long v = 0; v < Vl; ++v) dlogits[r * Vl + v] = mb.softmax[r * Vl + v] * dloss;
+      const long local = mb.targets[r] - ctx_.vocab_start;
+      if (local >= 0 && local < Vl) dlogits[r * Vl + local] -= dloss;
+    }
+  }
+  mb.softmax.free();
+  ParamGroup<T>* head = head_ ? head_.get() : embedding_.get();
+  const int w = head_ ? head_w_ : embedding_w_;
+  {
+    TrackedBuffer<T> full;
+    const T* head_full = mb.head_normed.data();
+    if (ctx_.sp) {
+      full.reset(mem, Bf, N * H);
+      ctx_.enter_tp_forward(mb.head_normed.data(), full.data());
+      head_full = full.data();
+    }
+    head->acquire_weights();
+    head->acquire_grads();
+    ctx_.gemm("lm_head_gemm_backward", true, false, Vl, H, N, dlogits.data(), head_full, T(1), head->grad(w));
+    ctx_.gemm("lm_head_gemm_backward", false, false, N, H, Vl, dlogits.data(), head->weight(w), T(0), dfull.data());
+    head->release_grads(nullptr);
+    head->release_weights();
+  }
+  ctx_.enter_tp_backward(dfull.data(), dnormed.data());
+  final_norm_->acquire_weights();
+  final_norm_->acquire_grads();
+  {
+    ScopedOpTimer timer(*ctx_.backend, "norm_backward");
+    if (model_.norm == NormKind::LayerNorm)
+      layernorm_backward_ref(dnormed.data(), mb.head_in.data(), final_norm_->weight(final_norm_w_), mb.norm_mean.data(),
+                             mb.norm_rstd.data(), dx, final_norm_->grad(final_norm_w_), final_norm_->grad(final_norm_b_),
+                             int(Nr), int(H));
+    else
+      rmsnorm_backward_ref(dnormed.data(), mb.head_in.data(), final_norm_->weight(final_norm_w_), mb.norm_rstd.data(), dx,
+                           final_norm_->grad(final_norm_w_), int(Nr), int(H));
+  }
+  final_norm_->release_grads(ctx_.sp ? &ctx_.tp() : nullptr);
+  final_norm_->release_weights();
+}
+
+template <class T>
+void ModelRuntime<T>::grads_ready(ParamGroup<T>* group) {
+  if (layout_.zero >= 2 || layout_.dp_overlap == DpOverlap::None) return;
+  ScopedOpTimer timer(*ctx_.backend, "dp_grad_reduce_start");
+  group->reduce_tp_partials(ctx_.tp());
+  if (layout_.dp_overlap == DpOverlap::PerLayer) {
+    group->start_gradient_reduction();
+    ready_.push_back(group);
+    return;
+  }
+  bucket_.push_back(group);
+  bucket_bytes_ += double(group->padded()) * sizeof(T);
+  if (bucket_bytes_ >= gradient_bucket_bytes(layout_, work_)) {
+    for (auto* g : bucket_) {
+      g->start_gradient_reduction();
+      ready_.push_back(g);
+    }
+    bucket_.clear();
+    bucket_bytes_ = 0;
+  }
+}
+
+template <class T>
+void ModelRuntime<T>::finish_gradients() {
+  ScopedOpTimer timer(*ctx_.backend, "dp_grad_reduce_wait");
+  if (layout_.zero < 2) {
+    if (layout_.dp_overlap == DpOverlap::None) {
+      for (auto* g : param_groups()) {
+        g->reduce_tp_partials(ctx_.tp());
+        g->reduce_gradients_blocking();
+      }
+    } else {
+      for (auto* g : bucket_) {
+        g->start_gradient_reduction();
+        ready_.push_back(g);
+      }
+      bucket_.clear();
+      if (ready_.size() != param_groups().size())
+        throw Error("gradient overlap: " + std::to_string(ready_.size()) + " of " +
+                    std::to_string(param_groups().size()) + " parameter groups were reduced");
+      for (auto* g : ready_) g->wait_reduction();
+    }
+  }
+  if (model_.tied_embeddings && layout_.pp > 1) {
+    if (embedding_) embedding_->all_reduce_grads_over(*ctx_.groups->embedding);
+    if (head_) head_->all_reduce_grads_over(*ctx_.groups->embedding);
+  }
+}
+
+template class ModelRuntime<float>;
+template class ModelRuntime<double>;
+
+}  // namespace sixfold

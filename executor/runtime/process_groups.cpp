@@ -1,0 +1,37 @@
+#include "executor/runtime/process_groups.hpp"
+
+#include "common/error.hpp"
+
+namespace sixfold {
+
+ProcessGroups make_process_groups(const Layout& l, Communicator& world) {
+  if (world.size() != l.gpus())
+    throw UsageError("the layout needs dp*tp*pp*cp = " + std::to_string(l.gpus()) + " ranks but " +
+                     std::to_string(world.size()) + " were launched (" + describe(l) + ")");
+  if (l.dp % l.ep != 0)
+    throw UsageError("the executor carves expert parallelism out of data parallelism: ep must divide dp (ep=" +
+                     std::to_string(l.ep) + ", dp=" + std::to_string(l.dp) + ")");
+  ProcessGroups g;
+  g.world = &world;
+  g.me = rank_coordinates(l, world.rank());
+  g.ep_rank = g.me.dp % l.ep;
+  const auto& c = g.me;
+  const std::string who = " of world rank " + std::to_string(world.rank());
+  // Colors are linear indices over the coordinates that stay fixed inside the group.
+  g.tp = world.split(c.pp * l.dp * l.cp + c.dp * l.cp + c.cp, c.tp, "tp group" + who);
+  g.cp = world.split(c.pp * l.dp * l.tp + c.dp * l.tp + c.tp, c.cp, "cp group" + who);
+  g.dp = world.split(c.pp * l.cp * l.tp + c.cp * l.tp + c.tp, c.dp, "dp group" + who);
+  g.dp_cp = world.split(c.pp * l.tp + c.tp, c.dp * l.cp + c.cp, "dp x cp group" + who);
+  g.pp = world.split(c.dp * l.cp * l.tp + c.cp * l.tp + c.tp, c.pp, "pp group" + who);
+  const int ep_block = c.dp / l.ep;
+  g.ep = world.split(((c.pp * l.tp + c.tp) * l.cp + c.cp) * (l.dp / l.ep) + ep_block, g.ep_rank, "ep group" + who);
+  g.expert_dp = world.split((c.pp * l.tp + c.tp) * l.ep + g.ep_rank, ep_block * l.cp + c.cp, "expert dp group" + who);
+  // First and last stage of each pipeline share the tied embedding; other stages get a group of
+  // their own that is never used.
+  const bool on_embedding = c.pp == 0 || c.pp == l.pp - 1;
+  const int pipeline = c.dp * l.cp * l.tp + c.cp * l.tp + c.tp;
+  g.embedding = world.split(on_embedding ? pipeline : l.dp * l.cp * l.tp + world.rank(), c.pp, "embedding group" + who);
+  return g;
+}
+
+}  // namespace sixfold

@@ -1,0 +1,33 @@
+#pragma once
+// Process groups of a layout, Megatron-LM style, over the rank mesh of models/rank_mesh.hpp
+// (tp fastest, then cp, dp, pp). Expert parallelism is carved out of the data-parallel dimension:
+// ep_rank = dp_rank % ep, and the ranks of one EP group share (pp, tp, cp, dp_rank / ep).
+//
+// Groups:
+//   tp          same (pp, dp, cp)            tensor-parallel collectives
+//   cp          same (pp, dp, tp)            ring attention
+//   dp          same (pp, cp, tp)            (not used for gradients; see dp_cp)
+//   dp_cp       same (pp, tp)                gradient reduction and ZeRO sharding of dense params
+//   pp          same (dp, cp, tp)            pipeline send/receive, ordered by stage
+//   ep          same (pp, tp, cp, dp/ep)     MoE all-to-all
+//   expert_dp   same (pp, tp, ep_rank)       gradient reduction of expert params
+//   embedding   first and last stage of one pipeline: tied embedding gradient
+#include <memory>
+
+#include "executor/comm/communicator.hpp"
+#include "models/layout.hpp"
+#include "models/rank_mesh.hpp"
+
+namespace sixfold {
+
+struct ProcessGroups {
+  RankCoordinates me;
+  int ep_rank = 0;  // dp_rank % ep (expert parallelism carved out of data parallelism)
+  Communicator* world = nullptr;
+  std::unique_ptr<Communicator> tp, cp, dp, dp_cp, pp, ep, expert_dp, embedding;
+};
+
+// Collective over the world: every rank must call it with the same layout.
+ProcessGroups make_process_groups(const Layout& layout, Communicator& world);
+
+}  // namespace sixfold
