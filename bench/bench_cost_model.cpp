@@ -5,7 +5,7 @@
 
 #include "models/model_zoo.hpp"
 #include "simulator/cost_model.hpp"
-#include "simulator/validation.hpp"
+#include "simulator/fit/validation.hpp"
 
 using namespace sixfold;
 using Clock = std::chrono::steady_clock;

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "simulator/cost_model.hpp"
-#include "simulator/scenario.hpp"
+#include "simulator/io/scenario.hpp"
 
 namespace sixfold {
 

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "simulator/cost_model.hpp"
-#include "simulator/scenario.hpp"
+#include "simulator/io/scenario.hpp"
 
 namespace sixfold {
 

@@ -10,9 +10,9 @@
 #include "models/step_program.hpp"
 #include "simulator/cost_model.hpp"
 #include "simulator/hardware_profile.hpp"
-#include "simulator/kineto_trace.hpp"
-#include "simulator/scenario.hpp"
-#include "simulator/validation.hpp"
+#include "simulator/io/kineto_trace.hpp"
+#include "simulator/io/scenario.hpp"
+#include "simulator/fit/validation.hpp"
 #include "tools/cli/cli.hpp"
 
 namespace sixfold::fuzz {

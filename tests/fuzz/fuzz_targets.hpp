@@ -17,7 +17,7 @@ void hardware_yaml(const std::string& input);   // hardware profile YAML, and th
 void hf_config(const std::string& input);       // Hugging Face config.json
 void validation_csv(const std::string& input);  // validation CSV, read
 // Validation CSV rows scored (small tables only). Not in tools/fuzz.sh's default list while
-// simulator/validation.cpp is being rewritten: a dp of 0 divides by zero there (see tests/fuzz/README.md).
+// simulator/fit/validation.cpp is being rewritten: a dp of 0 divides by zero there (see tests/fuzz/README.md).
 void validation_rows(const std::string& input);
 void kineto_trace(const std::string& input);    // PyTorch profiler trace, fitted to a profile
 void cli_args(const std::string& input);        // one argument per line, run in-process

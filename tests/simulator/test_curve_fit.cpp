@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "common/error.hpp"
-#include "simulator/curve_fit.hpp"
+#include "simulator/fit/curve_fit.hpp"
 
 using namespace sixfold;
 

@@ -1,9 +1,9 @@
 // The expected error a prediction carries: the 68th percentile of the out-of-source errors of the
-// most similar measured runs (simulator/error_band.hpp).
+// most similar measured runs (simulator/fit/error_band.hpp).
 #include <doctest/doctest.h>
 
 #include "common/error.hpp"
-#include "simulator/error_band.hpp"
+#include "simulator/fit/error_band.hpp"
 
 using namespace sixfold;
 

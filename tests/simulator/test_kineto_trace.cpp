@@ -6,8 +6,8 @@
 #include <string>
 
 #include "common/error.hpp"
-#include "simulator/kineto_trace.hpp"
-#include "simulator/profile_yaml.hpp"
+#include "simulator/io/kineto_trace.hpp"
+#include "simulator/io/profile_yaml.hpp"
 
 using namespace sixfold;
 

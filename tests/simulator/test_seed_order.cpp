@@ -4,7 +4,7 @@
 #include <doctest/doctest.h>
 
 #include "simulator/cost_model.hpp"
-#include "simulator/scenario.hpp"
+#include "simulator/io/scenario.hpp"
 
 using namespace sixfold;
 

@@ -12,7 +12,7 @@
 #include "common/csv.hpp"
 #include "models/step_program.hpp"
 #include "simulator/step_simulator.hpp"
-#include "simulator/validation.hpp"
+#include "simulator/fit/validation.hpp"
 
 using namespace sixfold;
 

@@ -15,7 +15,7 @@
 
 #include "models/model_zoo.hpp"
 #include "simulator/step_simulator.hpp"
-#include "simulator/trace_writer.hpp"
+#include "simulator/io/trace_writer.hpp"
 
 using namespace sixfold;
 

@@ -7,7 +7,7 @@
 
 #include "common/csv.hpp"
 #include "simulator/cost_model.hpp"
-#include "simulator/validation.hpp"
+#include "simulator/fit/validation.hpp"
 
 using namespace sixfold;
 

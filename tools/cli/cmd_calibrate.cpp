@@ -3,7 +3,7 @@
 // the executor's CPU ranks (executor/calibrate/cpu_calibration.hpp) into a profile YAML (-o FILE).
 // --backend cuda microbenchmarks this machine's GPUs (executor/calibrate/cuda/cuda_calibration.hpp, CUDA build
 // only) into a profile YAML plus FILE.measurements.json. --from-kineto fits a base profile to the
-// kernels of a PyTorch profiler trace (simulator/kineto_trace.hpp).
+// kernels of a PyTorch profiler trace (simulator/io/kineto_trace.hpp).
 #include <cstdio>
 #include <ctime>
 #include <fstream>
@@ -20,10 +20,10 @@
 #include "executor/calibrate/cuda/cuda_calibration.hpp"
 #include "kernels/cuda_kernels.hpp"
 #endif
-#include "simulator/error_band.hpp"
-#include "simulator/kineto_trace.hpp"
-#include "simulator/profile_fit.hpp"
-#include "simulator/profile_yaml.hpp"
+#include "simulator/fit/error_band.hpp"
+#include "simulator/io/kineto_trace.hpp"
+#include "simulator/fit/profile_fit.hpp"
+#include "simulator/io/profile_yaml.hpp"
 #include "tools/cli/command.hpp"
 
 #include <nlohmann/json.hpp>
@@ -162,7 +162,7 @@ struct CalibrateCommand {
   }
 
   // The out-of-fold residual of every scored run, for predict's and plan's error band
-  // (simulator/error_band.hpp); checked by parsing it back before it is written.
+  // (simulator/fit/error_band.hpp); checked by parsing it back before it is written.
   void write_bands(const CrossValidation& cv_result, const std::vector<std::string>& fitted) const {
     std::string files;
     for (const auto& f : runs) files += " " + f;
@@ -170,7 +170,7 @@ struct CalibrateCommand {
                        "# throughput metrics when " + std::string(fitted.empty() ? "nothing was fitted" : "the framework terms were fitted") +
                        " on its own source.\n# Written by `sixfold calibrate --from-runs" + files + " --cv source" +
                        (fitted.empty() ? " --parameters none" : "") + " --bands-out FILE` on " + today() +
-                       ".\n# Read by predict and plan for \"expect +-X%\" (simulator/error_band.hpp).\nruns:\n";
+                       ".\n# Read by predict and plan for \"expect +-X%\" (simulator/fit/error_band.hpp).\nruns:\n";
     for (const CvRow& r : cv_result.rows) {
       double sum = 0;
       for (const auto& [metric, e] : r.error_pct) sum += std::fabs(e);

@@ -6,7 +6,7 @@
 
 #include "common/progress.hpp"
 #include "planner/decision_table.hpp"
-#include "simulator/prediction_json.hpp"
+#include "simulator/io/prediction_json.hpp"
 #include "models/model_zoo.hpp"
 #include "simulator/hardware_profile.hpp"
 #include "tools/cli/command.hpp"

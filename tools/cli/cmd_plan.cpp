@@ -14,7 +14,7 @@
 #include "planner/families.hpp"
 #include "planner/plan_file.hpp"
 #include "planner/planner.hpp"
-#include "simulator/prediction_json.hpp"
+#include "simulator/io/prediction_json.hpp"
 #include "common/file_io.hpp"
 #include "common/progress.hpp"
 #include "common/suggest.hpp"

@@ -5,7 +5,7 @@
 
 #include "simulator/cost_model.hpp"
 #include "simulator/op_listing.hpp"
-#include "simulator/prediction_json.hpp"
+#include "simulator/io/prediction_json.hpp"
 #include "simulator/step_simulator.hpp"
 #include "tools/cli/html_report.hpp"
 #include "tools/cli/command.hpp"

@@ -3,9 +3,9 @@
 #include <iomanip>
 #include <iostream>
 
-#include "simulator/prediction_json.hpp"
+#include "simulator/io/prediction_json.hpp"
 #include "simulator/step_simulator.hpp"
-#include "simulator/trace_writer.hpp"
+#include "simulator/io/trace_writer.hpp"
 #include "tools/cli/command.hpp"
 #include "tools/cli/html_report.hpp"
 #include "tools/cli/report.hpp"

@@ -9,7 +9,7 @@
 
 #include "common/progress.hpp"
 #include "simulator/step_simulator.hpp"
-#include "simulator/validation.hpp"
+#include "simulator/fit/validation.hpp"
 #include "tools/cli/command.hpp"
 
 namespace sixfold::cli {
@@ -102,8 +102,8 @@ struct ValidateCommand {
     for (const auto& [reason, count] : rep.skip_reasons) std::printf("  skipped %4d: %s\n", count, reason.c_str());
     // How each kind of field was filled or read, in the words a user would check it by.
     const std::map<std::string, std::string> how = {
-        {"dp_overlap", "unstated: the codebase's default at its date (simulator/run_facts.cpp)"},
-        {"attention", "unstated: the codebase's kernel at its date (simulator/run_facts.cpp)"},
+        {"dp_overlap", "unstated: the codebase's default at its date (simulator/fit/run_facts.cpp)"},
+        {"attention", "unstated: the codebase's kernel at its date (simulator/fit/run_facts.cpp)"},
         {"tp_overlap", "unstated: off, every framework's default"},
         {"pipeline_micro_batches", "torchtitan splits the stated local batch into one micro-batch per stage"},
         {"model_flops", "the source's count: Megatron-Bridge halves causal attention's FLOPs"},

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "simulator/cost_model.hpp"
-#include "simulator/scenario.hpp"
+#include "simulator/io/scenario.hpp"
 #include "simulator/step_simulator.hpp"
 
 namespace sixfold::cli {

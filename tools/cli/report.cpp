@@ -1,6 +1,6 @@
 #include "tools/cli/report.hpp"
 
-#include "simulator/error_band.hpp"
+#include "simulator/fit/error_band.hpp"
 
 #include <unistd.h>
 

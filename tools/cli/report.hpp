@@ -4,7 +4,7 @@
 #include <string>
 
 #include "simulator/cost_model.hpp"
-#include "simulator/scenario.hpp"
+#include "simulator/io/scenario.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -17,7 +17,7 @@ std::string format_seconds(Seconds s);
 bool stdout_is_terminal();
 
 // "step 50.7 s, expect +-6% (23 similar measured runs: ...)" from the out-of-source residuals of
-// the measured runs most like this one (simulator/error_band.hpp); nothing when none are built in.
+// the measured runs most like this one (simulator/fit/error_band.hpp); nothing when none are built in.
 void print_expected_error(std::ostream& out, const Scenario& s, Seconds step_time);
 // {"pct", "runs", "basis"} or null.
 nlohmann::ordered_json expected_error_json(const Scenario& s);

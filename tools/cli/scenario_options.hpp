@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-#include "simulator/scenario.hpp"
+#include "simulator/io/scenario.hpp"
 
 namespace sixfold::cli {
 

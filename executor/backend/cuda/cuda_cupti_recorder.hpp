@@ -4,7 +4,7 @@
 // with its name, start, end and stream, attributed to the executor op that launched it. The op
 // is pushed as an external correlation id (CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0) for the
 // duration of the op (Backend::op_begin/op_end), and CUPTI reports which correlation id each
-// launch had. Written as a Chrome trace in the simulator's format (simulator/trace_writer.cpp:
+// launch had. Written as a Chrome trace in the simulator's format (simulator/io/trace_writer.cpp:
 // traceEvents of complete events in microseconds, one process per rank, one thread per stream,
 // displayTimeUnit ms) so that `sixfold simulate --trace` and `sixfold run --trace` open side by side.
 //

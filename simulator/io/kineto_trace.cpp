@@ -1,4 +1,4 @@
-#include "simulator/kineto_trace.hpp"
+#include "simulator/io/kineto_trace.hpp"
 
 #include "common/file_io.hpp"
 #include "common/parse.hpp"

@@ -1,4 +1,4 @@
-#include "simulator/profile_yaml.hpp"
+#include "simulator/io/profile_yaml.hpp"
 
 #include <cstdio>
 #include <sstream>

@@ -1,4 +1,4 @@
-#include "simulator/validation.hpp"
+#include "simulator/fit/validation.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -7,7 +7,7 @@
 
 #include "common/error.hpp"
 #include "models/model_zoo.hpp"
-#include "simulator/run_facts.hpp"
+#include "simulator/fit/run_facts.hpp"
 
 namespace sixfold {
 

@@ -1,4 +1,4 @@
-#include "simulator/run_facts.hpp"
+#include "simulator/fit/run_facts.hpp"
 
 #include <cctype>
 

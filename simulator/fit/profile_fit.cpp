@@ -1,11 +1,11 @@
-#include "simulator/profile_fit.hpp"
+#include "simulator/fit/profile_fit.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <functional>
 
 #include "common/error.hpp"
-#include "simulator/validation.hpp"
+#include "simulator/fit/validation.hpp"
 
 namespace sixfold {
 

@@ -10,8 +10,8 @@
 #include "common/csv.hpp"
 #include "common/progress.hpp"
 #include "simulator/cost_model.hpp"
-#include "simulator/run_facts.hpp"
-#include "simulator/scenario.hpp"
+#include "simulator/fit/run_facts.hpp"
+#include "simulator/io/scenario.hpp"
 
 namespace sixfold {
 

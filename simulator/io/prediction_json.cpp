@@ -1,4 +1,4 @@
-#include "simulator/prediction_json.hpp"
+#include "simulator/io/prediction_json.hpp"
 
 #include <algorithm>
 

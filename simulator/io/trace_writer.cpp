@@ -1,4 +1,4 @@
-#include "simulator/trace_writer.hpp"
+#include "simulator/io/trace_writer.hpp"
 
 #include <functional>
 

@@ -1,4 +1,4 @@
-#include "simulator/error_band.hpp"
+#include "simulator/fit/error_band.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -8,7 +8,7 @@
 
 #include "common/csv.hpp"
 #include "simulator/hardware_profile.hpp"
-#include "simulator/validation.hpp"
+#include "simulator/fit/validation.hpp"
 #include <map>
 
 namespace sixfold {

@@ -1,4 +1,4 @@
-#include "simulator/scenario.hpp"
+#include "simulator/io/scenario.hpp"
 
 #include "common/builtin_data.hpp"
 #include "common/suggest.hpp"

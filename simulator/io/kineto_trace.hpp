@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "simulator/curve_fit.hpp"
+#include "simulator/fit/curve_fit.hpp"
 #include "simulator/hardware_profile.hpp"
 
 namespace sixfold {

@@ -1,4 +1,4 @@
-#include "simulator/curve_fit.hpp"
+#include "simulator/fit/curve_fit.hpp"
 
 #include <Eigen/Dense>
 #include <algorithm>
