@@ -34,6 +34,7 @@ struct CpuCalibration {
   double memory_efficiency = 1;        // element-wise kernels' rate / memory_bandwidth
   Seconds kernel_overhead = 0;         // fixed time per op of the copy/axpy fit t = overhead + bytes/rate
   double attention_efficiency = 0;     // reference attention forward+backward vs the cost model's price
+  double attention_efficiency_lowest = 0, attention_efficiency_highest = 0;  // over the shapes measured
   CollectiveCurve mpi;                 // fitted from all_reduces (world size > 1)
   double mpi_rms_log_error = 0;
   int ranks = 1;
