@@ -60,6 +60,26 @@ void keep_closest(std::vector<Candidate>& closest, const Candidate& c, size_t li
   if (closest.size() > limit) closest.pop_back();
 }
 
+// The layout's peak memory when it fits the budget; when it does not, a lower bound of it above the
+// budget, which is all the search needs unless the layout could still enter the closest list (then
+// the exact peak). Stages are visited first and last first: the first holds the most micro-batches
+// in flight and the last the logits, so a layout over the budget is mostly known after one or two
+// of its stages. The outcome equals taking the peak of every stage.
+Bytes peak_or_bound(const PlanRequest& rq, const Layout& l, const StepProgram& prog, Bytes budget,
+                    const std::vector<Candidate>& closest) {
+  const int n = int(prog.stages.size());
+  Bytes peak = 0;
+  for (int k = 0; k < n; ++k) {
+    const int s = k == 0 ? 0 : k == 1 ? n - 1 : k - 1;
+    peak = std::max(peak, stage_memory_of(rq.model, rq.hardware, rq.work, l, prog, s).total());
+    if (peak > budget && k + 1 < n) {
+      const bool may_be_closest = closest.size() < size_t(rq.closest_count) || closer({l, 0, peak}, closest.back());
+      return may_be_closest ? peak_of(stage_memory(rq.model, rq.hardware, rq.work, l, prog)) : peak;
+    }
+  }
+  return peak;
+}
+
 void search_mesh(const PlanRequest& rq, Bytes budget, const Mesh& mesh, WorkerOutput& out) {
   const SearchOptions& o = rq.search;
   const auto keys = program_keys(rq.model, rq.work, mesh, o, out.pruned);
@@ -94,7 +114,7 @@ void search_mesh(const PlanRequest& rq, Bytes budget, const Mesh& mesh, WorkerOu
           if (lighter_fits[i]) { ++out.pruned["recompute not needed (a lighter policy fits)"]; continue; }
           if (!sp && sp_on_exceeds[r][i]) { ++out.pruned["memory (sp on already exceeds the budget)"]; continue; }
           const Layout l = make_layout(mesh, k, vs[i]);
-          const Bytes peak = peak_of(stage_memory(rq.model, rq.hardware, rq.work, l, prog));
+          const Bytes peak = peak_or_bound(rq, l, prog, budget, out.closest);
           ++out.memory_checked;
           if (peak > budget) {
             ++out.pruned["memory budget"];

@@ -114,50 +114,54 @@ HeldActivations held_activations(const Layout& l, const StepProgram& prog, const
   return h;
 }
 
+MemoryBreakdown stage_memory_of(const ModelSpec& model, const HardwareProfile& hw, const Workload& work,
+                                const Layout& l, const StepProgram& prog, int stage) {
+  const double fragmentation = fragmentation_per_transient_byte(l);
+  const StageProgram& st = prog.stages.at(size_t(stage));
+  MemoryBreakdown mb;
+  mb.stage = st.stage;
+  const FrameworkStageMemory fw = framework_stage_memory(model, work, l, prog, st);
+  mb.weights = fw.weights;
+  mb.gradients = fw.gradients;
+  mb.master_weights = fw.master_weights;
+  mb.optimizer_states = fw.optimizer_states;
+  mb.optimizer_step = fw.optimizer_step;
+
+  const HeldActivations acts = held_activations(l, prog, st);
+  mb.activations = acts.layers + acts.pre;
+  mb.moe_activations = acts.moe;
+  // The last stage keeps the fp32 softmax of each in-flight micro-batch.
+  mb.logits = acts.post;
+  mb.gathered_parameters = fw.gathered_parameters;
+  // Communication buffers: the framework's (DDP buckets, DeepSpeed's ipg bucket) and the SP
+  // all-gather output.
+  mb.communication_buffers = fw.communication_buffers;
+  if (l.sp) mb.communication_buffers += Bytes(prog.tokens_per_micro_batch * model.hidden * prog.activation_bytes);
+
+  // The backward's peak is either the loss's backward on the last stage (the transient logits and
+  // softmax gradients) or one layer's backward (what it rematerialises, full and op-level
+  // recompute, and its unsharded gradient before the reduce): they do not overlap in time.
+  const Bytes recompute_set = std::max(prog.dense_layer.recompute_workspace, prog.moe_layer.recompute_workspace);
+  const Bytes layer_peak = recompute_set + fw.layer_gradient;
+  if (st.logits_bytes > layer_peak) {
+    mb.logits += st.logits_bytes;
+    mb.peak_moment = PeakMoment::LossBackward;
+  } else {
+    mb.workspace = recompute_set;
+    mb.gathered_parameters += fw.layer_gradient;
+  }
+  const Bytes transient = std::max(mb.backward_working_set(), mb.optimizer_step);
+  if (mb.optimizer_step > mb.backward_working_set()) mb.peak_moment = PeakMoment::OptimizerStep;
+  mb.fragmentation = fragmentation * transient;
+  mb.outside_allocator = hw.context_memory + fw.userbuffers;
+  return mb;
+}
+
 std::vector<MemoryBreakdown> stage_memory(const ModelSpec& model, const HardwareProfile& hw, const Workload& work,
                                           const Layout& l, const StepProgram& prog) {
-  const double fragmentation = fragmentation_per_transient_byte(l);
   std::vector<MemoryBreakdown> out;
   out.reserve(prog.stages.size());
-  for (const StageProgram& st : prog.stages) {
-    MemoryBreakdown mb;
-    mb.stage = st.stage;
-    const FrameworkStageMemory fw = framework_stage_memory(model, work, l, prog, st);
-    mb.weights = fw.weights;
-    mb.gradients = fw.gradients;
-    mb.master_weights = fw.master_weights;
-    mb.optimizer_states = fw.optimizer_states;
-    mb.optimizer_step = fw.optimizer_step;
-
-    const HeldActivations acts = held_activations(l, prog, st);
-    mb.activations = acts.layers + acts.pre;
-    mb.moe_activations = acts.moe;
-    // The last stage keeps the fp32 softmax of each in-flight micro-batch.
-    mb.logits = acts.post;
-    mb.gathered_parameters = fw.gathered_parameters;
-    // Communication buffers: the framework's (DDP buckets, DeepSpeed's ipg bucket) and the SP
-    // all-gather output.
-    mb.communication_buffers = fw.communication_buffers;
-    if (l.sp) mb.communication_buffers += Bytes(prog.tokens_per_micro_batch * model.hidden * prog.activation_bytes);
-
-    // The backward's peak is either the loss's backward on the last stage (the transient logits and
-    // softmax gradients) or one layer's backward (what it rematerialises, full and op-level
-    // recompute, and its unsharded gradient before the reduce): they do not overlap in time.
-    const Bytes recompute_set = std::max(prog.dense_layer.recompute_workspace, prog.moe_layer.recompute_workspace);
-    const Bytes layer_peak = recompute_set + fw.layer_gradient;
-    if (st.logits_bytes > layer_peak) {
-      mb.logits += st.logits_bytes;
-      mb.peak_moment = PeakMoment::LossBackward;
-    } else {
-      mb.workspace = recompute_set;
-      mb.gathered_parameters += fw.layer_gradient;
-    }
-    const Bytes transient = std::max(mb.backward_working_set(), mb.optimizer_step);
-    if (mb.optimizer_step > mb.backward_working_set()) mb.peak_moment = PeakMoment::OptimizerStep;
-    mb.fragmentation = fragmentation * transient;
-    mb.outside_allocator = hw.context_memory + fw.userbuffers;
-    out.push_back(mb);
-  }
+  for (size_t s = 0; s < prog.stages.size(); ++s) out.push_back(stage_memory_of(model, hw, work, l, prog, int(s)));
   return out;
 }
 

@@ -113,5 +113,8 @@ Bytes reported_peak_memory(const std::vector<MemoryBreakdown>& stages, Framework
 
 std::vector<MemoryBreakdown> stage_memory(const ModelSpec& model, const HardwareProfile& hw, const Workload& work,
                                           const Layout& layout, const StepProgram& program);
+// One stage's (program.stages[stage]); stage_memory is this for every stage.
+MemoryBreakdown stage_memory_of(const ModelSpec& model, const HardwareProfile& hw, const Workload& work,
+                                const Layout& layout, const StepProgram& program, int stage);
 
 }  // namespace sixfold
