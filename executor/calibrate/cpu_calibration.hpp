@@ -35,6 +35,14 @@ struct CpuCalibration {
   Seconds kernel_overhead = 0;         // fixed time per op of the copy/axpy fit t = overhead + bytes/rate
   double attention_efficiency = 0;     // reference attention forward+backward vs the cost model's price
   double attention_efficiency_lowest = 0, attention_efficiency_highest = 0;  // over the shapes measured
+  // The runner's step of a small model against the kernel-sweep profile (predicted / measured per
+  // class); attention_efficiency and memory_efficiency are the sweep's times these.
+  double runner_attention_ratio = 1, runner_memory_ratio = 1;
+  struct RunnerClass {
+    std::string op_class;
+    Seconds measured = 0, predicted = 0;  // one step, the predicted by the kernel-sweep profile
+  };
+  std::vector<RunnerClass> runner_classes;
   CollectiveCurve mpi;                 // fitted from all_reduces (world size > 1)
   double mpi_rms_log_error = 0;
   int ranks = 1;

@@ -73,6 +73,19 @@ struct CalibrateCommand {
                  c.peak_fp32 / 1e9, c.gemm.max_efficiency, c.gemm.half_dim, c.gemm_rms_log_error);
     std::fprintf(stderr, "memory %.2f GB/s best, efficiency %.3f, overhead %.3f us; attention efficiency %.4f\n",
                  c.memory_bandwidth / 1e9, c.memory_efficiency, c.kernel_overhead * 1e6, c.attention_efficiency);
+    std::fprintf(stderr, "runner step of a 2-layer hidden-128 model, per op class (measured; predicted by the kernel "
+                         "sweeps; residual):\n");
+    for (const auto& r : c.runner_classes) {
+      if (r.predicted <= 0) {  // communication and the optimizer are step terms, not compute classes
+        std::fprintf(stderr, "  %-14s %10.3f ms   (priced as a step term, not per class)\n", r.op_class.c_str(), r.measured * 1e3);
+        continue;
+      }
+      std::fprintf(stderr, "  %-14s %10.3f ms %10.3f ms %+8.1f%%\n", r.op_class.c_str(), r.measured * 1e3, r.predicted * 1e3,
+                   100.0 * (r.predicted - r.measured) / r.measured);
+    }
+    std::fprintf(stderr, "attention efficiency x %.3f, memory efficiency x %.3f to price that step's attention and "
+                         "memory-bound ops as measured (GEMMs keep the sweep's fit)\n",
+                 c.runner_attention_ratio, c.runner_memory_ratio);
     for (const auto& a : c.all_reduces)
       std::fprintf(stderr, "all_reduce %10.0f B %10.2f us\n", a.bytes, a.time * 1e6);
     if (!c.all_reduces.empty())
