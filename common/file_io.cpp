@@ -76,9 +76,9 @@ std::string read_text_file(const std::string& path, std::size_t max_bytes, const
 FileWriter::FileWriter(const std::string& path) : path_(path) {
   if (path.empty()) throw Error("cannot write '': empty file name");
   struct stat st {};
-  existed_ = ::stat(path.c_str(), &st) == 0;
-  if (existed_ && S_ISDIR(st.st_mode)) throw Error("cannot write '" + path + "': it is a directory");
-  if (existed_ && !S_ISREG(st.st_mode)) {
+  const bool existed = ::stat(path.c_str(), &st) == 0;
+  if (existed && S_ISDIR(st.st_mode)) throw Error("cannot write '" + path + "': it is a directory");
+  if (existed && !S_ISREG(st.st_mode)) {
     // A device or a pipe: no rename possible; write in place and check every step.
     fd_ = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
     if (fd_ < 0) throw Error("cannot write '" + path + "': " + reason());
@@ -92,7 +92,7 @@ FileWriter::FileWriter(const std::string& path) : path_(path) {
   if (fd_ < 0) throw Error("cannot write '" + path + "': " + reason() + " (creating a temporary file in " + folder + ")");
   tmp_ = tmp;
   // Keep the old file's permissions where there was one; a new file gets 0666 less the umask.
-  if (existed_) {
+  if (existed) {
     mode_ = st.st_mode & 07777;
   } else {
     const mode_t mask = ::umask(0);

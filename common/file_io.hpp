@@ -37,7 +37,6 @@ class FileWriter {
 
   std::string path_, tmp_;  // tmp_ empty: writing in place (a device or a pipe)
   int fd_ = -1;
-  bool existed_ = false;
   unsigned mode_ = 0666;
   std::string buffer_;
 };

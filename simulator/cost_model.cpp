@@ -73,15 +73,25 @@ LayerOpCosts layer_costs(const ModelSpec& model, const HardwareProfile& hw, cons
   return price_layers(model, OpPricer(hw, l, work.dtype), l, prog);
 }
 
+static std::vector<StageTime> stage_times_priced(const ModelSpec& model, const HardwareProfile& hw, const Workload& work,
+                                                 const Layout& l, const StepProgram& prog, const OpPricer& pricer,
+                                                 const LayerOpCosts& layers);
+
 std::vector<StageTime> stage_times(const ModelSpec& model, const HardwareProfile& hw, const Workload& work,
                                    const Layout& l, const StepProgram& prog) {
   const OpPricer pricer(hw, l, work.dtype);
-  return stage_times(model, hw, work, l, prog, price_layers(model, pricer, l, prog));
+  return stage_times_priced(model, hw, work, l, prog, pricer, price_layers(model, pricer, l, prog));
 }
 
 std::vector<StageTime> stage_times(const ModelSpec& model, const HardwareProfile& hw, const Workload& work,
                                    const Layout& l, const StepProgram& prog, const LayerOpCosts& layers) {
-  const OpPricer pricer(hw, l, work.dtype);
+  return stage_times_priced(model, hw, work, l, prog, OpPricer(hw, l, work.dtype), layers);
+}
+
+// The stage times from one pricer (built once per call above, not once per part).
+static std::vector<StageTime> stage_times_priced(const ModelSpec& model, const HardwareProfile& hw, const Workload& work,
+                                                 const Layout& l, const StepProgram& prog, const OpPricer& pricer,
+                                                 const LayerOpCosts& layers) {
   const OpListCost& dense_f = layers.dense_forward;
   const OpListCost& dense_b = layers.dense_backward;
   const OpListCost& moe_f = layers.moe_forward;

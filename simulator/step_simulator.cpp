@@ -234,13 +234,11 @@ SimulationResult simulate_pipeline(const PipelineInputs& in) {
   };
 
   // Compute that runs under a DP collective is slower (overlap::hiding_cost): play the step once,
-  // measure how long each compute block overlapped its rank's DP stream, and play it again with
-  // each block lengthened by that overlap times the slowdown (one fixed-point step).
-  std::vector<Seconds> extra;
+  // measure how long each compute block overlapped its rank's DP stream, lengthen each block by
+  // that overlap times the slowdown and play the same graph again (one fixed-point step).
   build();
   if (in.overlap_slowdown > 0) {
     const std::vector<Task>& first = sim.tasks();
-    extra.assign(first.size(), 0.0);
     bool any = false;
     // Each rank's DP stream, in time order (one pass over the tasks, not one per rank).
     std::vector<std::vector<std::pair<Seconds, Seconds>>> dp_of(static_cast<size_t>(p));
@@ -256,19 +254,12 @@ SimulationResult simulate_pipeline(const PipelineInputs& in) {
         Seconds overlapped = 0;
         for (size_t k = j; k < dp.size() && dp[k].first < b.end; ++k)
           overlapped += std::max(0.0, std::min(b.end, dp[k].second) - std::max(b.start, dp[k].first));
-        extra[size_t(id)] = in.overlap_slowdown * overlapped;
+        // Only the duration changes; the first play's start and end stay readable until the rerun.
+        if (overlapped > 0) sim.task(id).duration += in.overlap_slowdown * overlapped;
         any = any || overlapped > 0;
       }
     }
-    if (any) {
-      // The same graph with longer blocks: lengthen them and play it again (a rebuild would
-      // make the identical graph with these durations).
-      for (size_t id = 0; id < extra.size(); ++id)
-        if (extra[id] > 0) sim.task(int(id)).duration += extra[id];
-      sim.run();
-    } else {
-      extra.clear();
-    }
+    if (any) sim.run();
   }
   const std::vector<Task>& tasks = sim.tasks();
 
