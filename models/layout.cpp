@@ -286,6 +286,28 @@ Framework parse_framework(const std::string& s) {
   return parse_enum(s, "framework", t);
 }
 
+AttentionKernel parse_attention_kernel(const std::string& s) {
+  static const std::pair<const char*, AttentionKernel> t[] = {{"flash-attention-1", AttentionKernel::Flash1},
+                                                              {"flash-attention-2", AttentionKernel::Flash2},
+                                                              {"te-fused", AttentionKernel::TeFused}};
+  return parse_enum(s, "attention kernel", t);
+}
+
+std::string to_string(AttentionKernel k) {
+  switch (k) {
+    case AttentionKernel::Default: return "default";
+    case AttentionKernel::Flash1: return "flash-attention-1";
+    case AttentionKernel::Flash2: return "flash-attention-2";
+    case AttentionKernel::TeFused: return "te-fused";
+  }
+  return "?";
+}
+
+AttentionKernel attention_kernel_of(const Workload& work) {
+  return work.attention_kernel != AttentionKernel::Default ? work.attention_kernel
+                                                           : framework_traits(work.framework).attention_kernel;
+}
+
 bool parse_adam_moments(const std::string& s) {
   static const std::pair<const char*, bool> t[] = {{"fp32", false}, {"bf16", true}};
   return parse_enum(s, "adam moments dtype", t);
@@ -305,6 +327,7 @@ FrameworkTraits framework_traits(Framework f) {
   FrameworkTraits t;
   switch (f) {
     case Framework::Megatron:
+      t.attention_kernel = AttentionKernel::TeFused;
       t.overlap_param_gather = true;
       t.fp32_gradients = true;
       t.moe_probs_in_activation = true;

@@ -39,8 +39,21 @@ enum class Schedule { GPipe, OneFOneB, Interleaved, ZeroBubble };
 // June 2021). Torchtitan: PyTorch FSDP2/DTensor (torchtitan).
 enum class Framework { Megatron, DeepSpeed, DeepSpeedLegacy, Torchtitan };
 
+// The flash-attention kernel a run's attention goes through, each priced from its own measured
+// speed (docs/kernel-tables.md, "Training attention"): FlashAttention 1.x (flash-attn < 2,
+// PyTorch 2.0-2.1's SDPA flash backend), FlashAttention-2 (flash-attn 2.x, PyTorch >= 2.2 SDPA),
+// or Transformer Engine's fused attention, which prefers cuDNN's kernel on Hopper and later
+// (transformer_engine/pytorch/attention/dot_product_attention/utils.py, get_attention_backend:
+// "give FusedAttention preference on Hopper+") and runs FlashAttention-2 on Ampere. Default: the
+// framework's (FrameworkTraits::attention_kernel).
+enum class AttentionKernel { Default, Flash1, Flash2, TeFused };
+
 // What differs between frameworks and changes memory or time.
 struct FrameworkTraits {
+  // The flash-attention kernel the framework runs today: Megatron-Core's TransformerEngine layers
+  // (--transformer-impl transformer_engine, the default); torchtitan's PyTorch SDPA; DeepSpeed's
+  // models call flash-attn 2.x.
+  AttentionKernel attention_kernel = AttentionKernel::Flash2;
   // Megatron's vocab-parallel cross-entropy works in place on one fp32 copy of the logits; plain
   // F.cross_entropy on fp32-upcast logits (torchtitan) keeps the log-softmax output and, in its
   // backward, holds it with the incoming and outgoing fp32 gradients.
@@ -120,6 +133,7 @@ struct Workload {
   // Flash attention (the default in every current framework) keeps no s x s scores; without it
   // the softmax, its dropout mask and output are saved (Korthikanti et al. 2022, Table 2).
   bool flash_attention = true;
+  AttentionKernel attention_kernel = AttentionKernel::Default;
   Framework framework = Framework::Megatron;
   // Adam's two moments in bf16 instead of fp32 (Megatron-Core's precision-aware optimizer,
   // --exp-avg-dtype/--exp-avg-sq-dtype bf16; DeepSeek-V3 trains so, its report section 3.3).
@@ -158,11 +172,15 @@ std::string to_string(Recompute r);
 std::string to_string(DpOverlap o);
 std::string to_string(Schedule s);
 std::string to_string(Framework f);
+std::string to_string(AttentionKernel k);
 Dtype parse_dtype(const std::string& s);
 Recompute parse_recompute(const std::string& s);
 DpOverlap parse_dp_overlap(const std::string& s);
 Schedule parse_schedule(const std::string& s);
 Framework parse_framework(const std::string& s);
+AttentionKernel parse_attention_kernel(const std::string& s);  // flash-attention-1 | flash-attention-2 | te-fused
+// The kernel a workload's flash attention runs: its own, or its framework's.
+AttentionKernel attention_kernel_of(const Workload& work);
 bool parse_adam_moments(const std::string& s);  // "fp32" -> false, "bf16" -> true
 Count bytes_per_element(Dtype d);  // matrix-input width: fp8 1, bf16/fp16 2, fp32/tf32 4
 

@@ -263,6 +263,7 @@ void add_moe_mlp(std::vector<Op>& ops, const ModelSpec& m, const Dims& d) {
 
 // Backward of one forward op, appended in reverse order by the caller.
 void add_backward(std::vector<Op>& out, const Op& f) {
+  const size_t first = out.size();
   switch (f.kind) {
     case OpKind::Gemm: {
       // dgrad (m x n)(n x k) and wgrad (k x m)(m x n): each as many FLOPs as the forward.
@@ -307,6 +308,7 @@ void add_backward(std::vector<Op>& out, const Op& f) {
       break;
     }
   }
+  for (size_t i = first; i < out.size(); ++i) out[i].backward = true;
 }
 
 // torchtitan's op-level selective activation checkpointing (torchtitan

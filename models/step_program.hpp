@@ -38,6 +38,7 @@ struct Op {
   bool tp_overlappable = false;  // a TP collective that TP comm overlap can hide behind a GEMM
   bool overlaps_previous = false;  // runs concurrently with the op before it (CP ring with attention)
   bool weight_grad = false;        // backward GEMM producing a weight gradient (deferrable: zero-bubble W)
+  bool backward = false;           // an op of the backward pass (a recomputed forward op is not)
   // FP8 GEMM: bytes moved by the cast of its high-precision input (with the transposed copy the
   // other backward GEMM needs) that runs right before it; memory-bound, priced with the GEMM.
   Bytes cast_bytes = 0;

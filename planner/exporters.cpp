@@ -199,7 +199,11 @@ std::string export_megatron(const Scenario& s) {
     flag("--recompute-method", "uniform");
     flag("--recompute-num-layers", "1");
   }
-  if (s.work.flash_attention) flag("--use-flash-attn");
+  // Megatron-Core picks its attention with --attention-backend (--use-flash-attn reaches only the
+  // legacy model, megatron/legacy/model/transformer.py at v0.15.3): TransformerEngine's fused
+  // (cuDNN) attention or flash-attn, as priced; unfused without flash attention.
+  if (!s.work.flash_attention) flag("--attention-backend", "unfused");
+  else flag("--attention-backend", attention_kernel_of(s.work) == AttentionKernel::TeFused ? "fused" : "flash");
   if (s.work.mtp_layers > 0) flag("--mtp-num-layers", n(s.work.mtp_layers));
   if (s.work.bf16_adam_moments) {
     flag("--use-precision-aware-optimizer");
@@ -344,6 +348,9 @@ std::vector<std::string> export_notes(ExportFormat f, const Scenario& s) {
     // builds no flag for; NeMo / Megatron-Bridge recipes set it in the model config.
     notes.push_back("set TransformerConfig.activation_func_fp8_input_store = True in the model provider (the "
                     "SwiGLU's input kept in fp8, as priced); Megatron-LM has no command-line flag for it");
+  if (f == ExportFormat::Megatron && s.work.flash_attention && attention_kernel_of(s.work) == AttentionKernel::Flash1)
+    notes.push_back("priced with FlashAttention 1.x; --attention-backend flash runs the installed flash-attn, which "
+                    "Megatron-LM v0.15 requires to be 2.x or later: expect faster attention than priced");
   if (f == ExportFormat::DeepSpeed && s.layout.recompute == Recompute::Full)
     notes.push_back("recompute=full: DeepSpeed does not recompute on its own; the model code must checkpoint every "
                     "transformer layer: deepspeed.checkpointing.checkpoint(layer, ...) (which the "

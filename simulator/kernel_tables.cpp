@@ -286,6 +286,59 @@ KernelTables KernelTables::parse(const std::string& yaml_text, const std::string
                      [](const AttentionSeries& a, const AttentionSeries& b) { return a.head_dim < b.head_dim; });
   }
 
+  if (YAML::Node ta = root["training_attention"]) {
+    if (!ta.IsMap()) yaml_field_error(doc, ta, "training_attention", "got '" + dump(ta) + "', allowed: a map");
+    TrainingAttentionTable& tt = t.training_attention_;
+    t.training_attention_source_ = need_string(doc, ta, "source", "training_attention.source");
+    tt.chart_gpu = need_string(doc, ta, "chart_gpu", "training_attention.chart_gpu");
+    YAML::Node ratio = need(doc, ta, "forward_backward_rate_ratio", "training_attention.forward_backward_rate_ratio",
+                            YAML::NodeType::Scalar);
+    tt.forward_backward_rate_ratio = as_number(doc, ratio, "training_attention.forward_backward_rate_ratio");
+    if (!(tt.forward_backward_rate_ratio >= 0.5 && tt.forward_backward_rate_ratio <= 4))
+      yaml_field_error(doc, ratio, "training_attention.forward_backward_rate_ratio",
+                       "got '" + ratio.Scalar() + "', allowed: 0.5 to 4");
+    tt.seq = read_axis(doc, ta, "seq", "training_attention.seq");
+    YAML::Node series = need(doc, ta, "series", "training_attention.series", YAML::NodeType::Sequence);
+    for (size_t i = 0; i < series.size(); ++i) {
+      const YAML::Node& n = series[i];
+      const std::string p = "training_attention.series[" + std::to_string(i) + "]";
+      if (!n.IsMap()) yaml_field_error(doc, n, p, "got '" + dump(n) + "', allowed: a map");
+      TrainingAttentionSeries s;
+      const YAML::Node kernel = need(doc, n, "kernel", p + ".kernel", YAML::NodeType::Scalar);
+      if (kernel.Scalar() == "flash-attention-1") s.kernel = AttentionKernel::Flash1;
+      else if (kernel.Scalar() == "flash-attention-2") s.kernel = AttentionKernel::Flash2;
+      else yaml_field_error(doc, kernel, p + ".kernel", "got '" + kernel.Scalar() + "', allowed: flash-attention-1, flash-attention-2");
+      const YAML::Node causal = need(doc, n, "causal", p + ".causal", YAML::NodeType::Scalar);
+      if (causal.Scalar() != "true" && causal.Scalar() != "false")
+        yaml_field_error(doc, causal, p + ".causal", "got '" + causal.Scalar() + "', allowed: true, false");
+      s.causal = causal.Scalar() == "true";
+      s.head_dim = as_positive_count(doc, need(doc, n, "head_dim", p + ".head_dim", YAML::NodeType::Scalar), p + ".head_dim");
+      for (const auto& other : tt.series)
+        if (other.kernel == s.kernel && other.causal == s.causal && other.head_dim == s.head_dim)
+          yaml_field_error(doc, n, p, "(kernel, causal, head_dim) appears twice, allowed: once");
+      const YAML::Node rates = need(doc, n, "tflops_fwd_bwd", p + ".tflops_fwd_bwd", YAML::NodeType::Sequence);
+      if (rates.size() != tt.seq.size())
+        yaml_field_error(doc, rates, p + ".tflops_fwd_bwd",
+                         "has " + std::to_string(rates.size()) + " values, allowed: one per seq (" + std::to_string(tt.seq.size()) + ")");
+      size_t measured = 0;
+      for (size_t j = 0; j < rates.size(); ++j) {
+        const std::string rp = p + ".tflops_fwd_bwd[" + std::to_string(j) + "]";
+        if (rates[j].IsNull()) {
+          s.rate.push_back(std::nan(""));
+          continue;
+        }
+        const double v = as_number(doc, rates[j], rp);
+        if (!(v > 0 && v < 1e5)) yaml_field_error(doc, rates[j], rp, "got '" + rates[j].Scalar() + "', allowed: TFLOP/s above 0");
+        s.rate.push_back(v * 1e12);
+        ++measured;
+      }
+      if (measured == 0) yaml_field_error(doc, rates, p + ".tflops_fwd_bwd", "has no measured value, allowed: at least one number");
+      tt.series.push_back(std::move(s));
+    }
+    std::stable_sort(tt.series.begin(), tt.series.end(),
+                     [](const TrainingAttentionSeries& a, const TrainingAttentionSeries& b) { return a.head_dim < b.head_dim; });
+  }
+
   if (YAML::Node coll = root["collectives"]) {
     t.collective_source_ = read_source(doc, coll, "collectives");
     YAML::Node series = need(doc, coll, "series", "collectives.series", YAML::NodeType::Sequence);
@@ -339,6 +392,8 @@ KernelTables KernelTables::restricted(bool gemm, bool attention, bool collective
   if (!attention) {
     t.attention_ = {};
     t.attention_source_ = {};
+    t.training_attention_ = {};
+    t.training_attention_source_.clear();
   }
   if (!collectives) {
     t.collectives_.clear();
@@ -365,6 +420,8 @@ std::vector<std::string> KernelTables::provenance() const {
   section(dtypes, gemm_source_, !gemm_.empty());
   section("attention forward", attention_source_, !attention_.series.empty());
   section("collectives", collective_source_, !collectives_.empty());
+  if (!training_attention_.series.empty())
+    out.push_back("training attention forward+backward (" + training_attention_.chart_gpu + "): " + training_attention_source_);
   for (const auto& n : notes_) out.push_back("note: " + n);
   return out;
 }
@@ -508,6 +565,41 @@ std::optional<Seconds> KernelTables::attention_forward_time_uncached(Count batch
   double w = (std::log(static_cast<double>(head_dim)) - std::log(static_cast<double>(dims[lo]))) /
              (std::log(static_cast<double>(dims[hi])) - std::log(static_cast<double>(dims[lo])));
   return log_lerp(*t0, *t1, w);
+}
+
+// One series' rate at seq: log-log between the measured points around it, held beyond the ends.
+namespace {
+std::optional<FlopsPerSec> series_rate(const std::vector<Count>& seq, const std::vector<FlopsPerSec>& rate, Count s) {
+  std::vector<std::pair<double, double>> pts;  // (log seq, log rate) of the measured points
+  for (size_t i = 0; i < seq.size(); ++i)
+    if (std::isfinite(rate[i])) pts.emplace_back(std::log(double(seq[i])), std::log(rate[i]));
+  if (pts.empty()) return std::nullopt;
+  const double x = std::log(double(std::max<Count>(1, s)));
+  if (x <= pts.front().first) return std::exp(pts.front().second);
+  if (x >= pts.back().first) return std::exp(pts.back().second);
+  size_t hi = 1;
+  while (pts[hi].first < x) ++hi;
+  const double w = (x - pts[hi - 1].first) / (pts[hi].first - pts[hi - 1].first);
+  return std::exp(pts[hi - 1].second + w * (pts[hi].second - pts[hi - 1].second));
+}
+}  // namespace
+
+std::optional<FlopsPerSec> KernelTables::training_attention_rate(AttentionKernel kernel, bool causal, Count head_dim,
+                                                                 Count seq) const {
+  std::vector<const TrainingAttentionSeries*> of;  // this kernel and causality, head dims ascending
+  for (const auto& s : training_attention_.series)
+    if (s.kernel == kernel && s.causal == causal) of.push_back(&s);
+  if (of.empty() || head_dim <= 0) return std::nullopt;
+  const auto rate_of = [&](const TrainingAttentionSeries* s) { return series_rate(training_attention_.seq, s->rate, seq); };
+  if (head_dim <= of.front()->head_dim) return rate_of(of.front());
+  if (head_dim >= of.back()->head_dim) return rate_of(of.back());
+  size_t hi = 1;
+  while (of[hi]->head_dim < head_dim) ++hi;
+  const auto r0 = rate_of(of[hi - 1]), r1 = rate_of(of[hi]);
+  if (!r0 || !r1) return std::nullopt;
+  const double w = (std::log(double(head_dim)) - std::log(double(of[hi - 1]->head_dim))) /
+                   (std::log(double(of[hi]->head_dim)) - std::log(double(of[hi - 1]->head_dim)));
+  return log_lerp(*r0, *r1, w);
 }
 
 // Measured GPU counts are priced by their own series. Between two measured counts the bus

@@ -48,6 +48,24 @@ struct AttentionTable {
   std::vector<AttentionSeries> series;
 };
 
+// Forward+backward speed of the flash-attention kernels training runs (measured by their authors,
+// not by aiconfigurator), for one GPU: per (kernel, causal, head dim) the average FLOP rate over
+// seq, NaN where the source does not show it. forward_backward_rate_ratio: the forward's FLOP rate
+// over the backward's for one kernel, measured; 0 = none recorded.
+struct TrainingAttentionSeries {
+  AttentionKernel kernel = AttentionKernel::Flash2;
+  bool causal = true;
+  Count head_dim = 0;
+  std::vector<FlopsPerSec> rate;  // one per seq; NaN: not measured
+};
+
+struct TrainingAttentionTable {
+  std::vector<Count> seq;  // sorted
+  double forward_backward_rate_ratio = 0;
+  std::string chart_gpu;   // the GPU the source measured, e.g. "H100 80GB SXM5"
+  std::vector<TrainingAttentionSeries> series;
+};
+
 // One collective on one GPU count, latency over message size (nccl-tests "size": the whole buffer).
 struct CollectiveSeries {
   Collective kind = Collective::AllReduce;
@@ -79,6 +97,15 @@ class KernelTables {
   std::optional<Seconds> attention_forward_time(Count batch, Count seq, Count heads, Count kv_heads, Count head_dim,
                                                 bool causal) const;
 
+  // Average FLOP rate of one forward plus backward of `kernel` (Flash1 or Flash2) over sequences of
+  // `seq` tokens with `head_dim`, in the source's convention (forward 4*b*s^2*h*d, halved when
+  // causal; backward 2.5x). Along seq: log-log between measured points, the rate held beyond them;
+  // between the measured head dims log-log, outside them the nearest one's rate (a prior: FA2's
+  // speed varies less than 15% over head dims 64-256 in the FlashAttention-3 paper's charts).
+  // nullopt: no series of that kernel and causality.
+  std::optional<FlopsPerSec> training_attention_rate(AttentionKernel kernel, bool causal, Count head_dim, Count seq) const;
+  const TrainingAttentionTable& training_attention() const { return training_attention_; }
+
   // One NCCL collective on `gpus` GPUs of one NVLink domain with nccl-tests' message size (bytes of
   // the whole buffer). nullopt: no such collective in the table (ring exchange, send/receive), gpus
   // outside the measured counts, or a table without collectives (kernel_tables_for drops them
@@ -107,6 +134,8 @@ class KernelTables {
   KernelTableSource gemm_source_, attention_source_, collective_source_;
   std::vector<GemmTable> gemm_;
   AttentionTable attention_;
+  TrainingAttentionTable training_attention_;
+  std::string training_attention_source_;
   std::vector<CollectiveSeries> collectives_;
   // Names these tables' contents for the per-thread lookup cache: a new one for every parse and
   // every restricted() copy, never an address that a later table could reuse.

@@ -5,7 +5,8 @@
 
 namespace sixfold {
 
-OpPricer::OpPricer(const HardwareProfile& hw, const Layout& layout, Dtype dtype) : hw_(hw) {
+OpPricer::OpPricer(const HardwareProfile& hw, const Layout& layout, Dtype dtype, AttentionKernel kernel) : hw_(hw) {
+  attention_kernel_ = kernel == AttentionKernel::Default ? AttentionKernel::TeFused : kernel;
   gemm_peak_ = hw.peak(dtype);
   gemm_in_bytes_ = double(bytes_per_element(dtype));
   gemm_out_bytes_ = dtype == Dtype::FP8 ? 2.0 : gemm_in_bytes_;  // fp8 GEMMs write bf16
@@ -48,6 +49,44 @@ Seconds OpPricer::gemm_time(Count m, Count n, Count k, Count batch) const {
   return std::max({kMinKernelTime, f / (gemm_peak_ * gemm_efficiency(m, n, k, batch)), memory});
 }
 
+// Flash attention of op.m query tokens in sequences of op.n, op.batch heads of dim op.k, causal
+// (the step program's attention; a CP rank's share of a sequence runs at the whole sequence's
+// rate). op.flops is the forward's, or 2.5x it for the backward.
+Seconds OpPricer::attention_time(const Op& op) const {
+  const Count seq = std::max<Count>(1, op.n);
+  if (tables_) {
+    // The forward's FLOP rate over the backward's, measured on one kernel (kernel tables'
+    // training_attention); without it, the same rate for both.
+    const double ratio = tables_->training_attention().forward_backward_rate_ratio > 0
+                             ? tables_->training_attention().forward_backward_rate_ratio
+                             : 1.0;
+    // FlashAttention 1.x and 2: the kernel's own measured forward+backward rate R, split so that
+    // a forward and its backward (2.5x the FLOPs) take 3.5 x forward FLOPs / R together and the
+    // forward runs `ratio` times the backward's rate.
+    if (attention_kernel_ == AttentionKernel::Flash1 || attention_kernel_ == AttentionKernel::Flash2) {
+      if (auto r = tables_->training_attention_rate(attention_kernel_, true, op.k, seq)) {
+        const FlopsPerSec backward = *r * (1.0 / ratio + 2.5) / 3.5;
+        const FlopsPerSec rate = op.backward ? backward : ratio * backward;
+        return std::max(kMinKernelTime, op.flops / rate * hw_.kernel_slowdown);
+      }
+    }
+    // TransformerEngine's fused attention (cuDNN on Hopper and later, within 1-8% of
+    // FlashAttention-3 in the FlashAttention-3 paper's charts; FlashAttention-2 on Ampere), and
+    // any kernel this GPU has no training measurement of: the measured inference forward of this
+    // GPU's best flash kernel (FA3 on Hopper, vLLM's FA2 on A100, TRT-LLM's FMHA on Blackwell),
+    // its backward `ratio` times slower per FLOP.
+    const Count sequences = std::max<Count>(1, op.m / seq);
+    if (auto t = tables_->attention_forward_time(sequences, seq, op.batch, op.batch, op.k, true)) {
+      const double forward_flops = 2.0 * double(sequences) * double(seq) * (double(seq) / 2.0) * double(op.batch) * 2.0 * double(op.k);
+      return std::max(kMinKernelTime, *t * op.flops / forward_flops * (op.backward ? ratio : 1.0) * hw_.kernel_slowdown);
+    }
+  }
+  // Flash attention reaches a calibrated share of peak, lower for short head dims.
+  const double head = double(op.k) / (double(op.k) + 32.0) / (128.0 / 160.0);
+  const double eff = hw_.attention_efficiency * std::min(1.0, head);
+  return std::max(kMinKernelTime, op.flops / (attention_peak_ * eff));
+}
+
 Seconds OpPricer::collective(Group g, Collective c, Bytes message) const {
   return collective_time(c, message, placement(g), hw_);
 }
@@ -56,24 +95,7 @@ Seconds OpPricer::time(const Op& op) const {
   switch (op.kind) {
     case OpKind::Gemm:
       return gemm_time(op.m, op.n, op.k, op.batch) + op.cast_bytes / (hw_.memory_bandwidth * hw_.memory_efficiency);
-    case OpKind::Attention: {
-      // Measured causal flash-attention forward at this shape (op.m tokens of sequences of op.n,
-      // op.batch heads of dim op.k), scaled by FLOPs: a backward op (2.5x the forward's FLOPs)
-      // runs at the forward's measured rate, and a CP rank's share of a sequence at the whole
-      // sequence's. A prior: no measured forward:backward ratio of one kernel is in the tables.
-      if (tables_) {
-        const Count seq = std::max<Count>(1, op.n);
-        const Count sequences = std::max<Count>(1, op.m / seq);
-        if (auto t = tables_->attention_forward_time(sequences, seq, op.batch, op.batch, op.k, true)) {
-          const double forward_flops = 2.0 * double(sequences) * double(seq) * (double(seq) / 2.0) * double(op.batch) * 2.0 * double(op.k);
-          return std::max(kMinKernelTime, *t * op.flops / forward_flops * hw_.kernel_slowdown);
-        }
-      }
-      // Flash attention reaches a calibrated share of peak, lower for short head dims.
-      const double head = double(op.k) / (double(op.k) + 32.0) / (128.0 / 160.0);
-      const double eff = hw_.attention_efficiency * std::min(1.0, head);
-      return std::max(kMinKernelTime, op.flops / (attention_peak_ * eff));
-    }
+    case OpKind::Attention: return attention_time(op);
     case OpKind::Memory:
       return std::max(kMinKernelTime, op.bytes / (hw_.memory_bandwidth * hw_.memory_efficiency));
     case OpKind::Collective:

@@ -17,10 +17,13 @@ inline constexpr Seconds kMinKernelTime = 2e-6;
 // Everything op pricing needs, resolved once per layout (group placements, peak rate).
 class OpPricer {
  public:
-  OpPricer(const HardwareProfile& hw, const Layout& layout, Dtype dtype);
+  // kernel: the flash-attention kernel attention ops run (attention_kernel_of(workload));
+  // Default prices TransformerEngine's fused attention.
+  OpPricer(const HardwareProfile& hw, const Layout& layout, Dtype dtype, AttentionKernel kernel = AttentionKernel::Default);
 
   Seconds time(const Op& op) const;
   Seconds gemm_time(Count m, Count n, Count k, Count batch) const;
+  Seconds attention_time(const Op& op) const;
   Seconds collective(Group g, Collective c, Bytes message) const;
   double gemm_efficiency(Count m, Count n, Count k, Count batch) const;
   const HardwareProfile& hardware() const { return hw_; }
@@ -31,6 +34,7 @@ class OpPricer {
   FlopsPerSec gemm_peak_;
   double gemm_in_bytes_ = 2, gemm_out_bytes_ = 2;  // element widths of a GEMM's inputs and output
   FlopsPerSec attention_peak_;
+  AttentionKernel attention_kernel_ = AttentionKernel::TeFused;
   // Measured kernel prices of this GPU (kernel_tables_for), or null: then the profile's priors.
   const KernelTables* tables_ = nullptr;
   Dtype table_dtype_ = Dtype::BF16;  // the table a GEMM of the run's dtype is read from

@@ -85,26 +85,46 @@ GEMM_DTYPES = [("bf16", "bfloat16"), ("fp8", "fp8")]
 COLLECTIVES = ["all_reduce", "all_gather", "reduce_scatter", "alltoall"]
 NCCL_DTYPE = ("half", 2)  # (nccl_dtype in the parquet, bytes per element)
 
-# FlashAttention-2 forward+backward speed as published by its authors, for deriving the backward
-# from the measured forward (the aiconfigurator tables measure the forward only). Read off the
-# bar labels of the charts in the Dao-AILab/flash-attention README, assets/
-# flash2_a100_fwd_bwd_benchmark.png and flash2_h100_fwd_bwd_benchmark.png (added in commit
-# 4f285b3, "FlashAttention-2 release", 2023-07-17; the same benchmark as the FlashAttention-2
-# paper, arXiv 2307.08691, section 4.1). Setting: hidden dimension 2048 (16 heads of 128 or 32
-# of 64), batch 16k/seqlen, bf16/fp16; TFLOP/s count forward+backward as 3.5x the forward FLOPs
-# (4*b*s^2*h*d, halved when causal; benchmarks/benchmark_flash_attention.py, flops()). None: the
-# label is hidden behind the chart legend.
-FA2_SEQ = [512, 1024, 2048, 4096, 8192, 16384]
-FA2_FWD_BWD_TFLOPS = [
-    ("A100 80GB SXM4", False, 64, [132, None, 162, 171, 175, 176]),
-    ("A100 80GB SXM4", False, 128, [None, None, 187, 196, 201, 203]),
-    ("A100 80GB SXM4", True, 64, [88, 119, 140, 156, 165, 171]),
-    ("A100 80GB SXM4", True, 128, [99, 133, 155, 173, 182, 189]),
-    ("H100 80GB SXM5", False, 64, [215, 254, 274, 288, 294, 296]),
-    ("H100 80GB SXM5", False, 128, [248, 294, 320, 326, 335, 338]),
-    ("H100 80GB SXM5", True, 64, [141, 192, 232, 257, 273, 284]),
-    ("H100 80GB SXM5", True, 128, [163, 221, 265, 294, 308, 328]),
-]
+# Training attention: forward+backward speed of the flash-attention kernels training frameworks ran,
+# as their authors measured them (aiconfigurator measures inference forwards only). Read off the bar
+# labels of the charts in the Dao-AILab/flash-attention README, assets/flash2_a100_fwd_bwd_benchmark.png
+# and flash2_h100_fwd_bwd_benchmark.png (added in commit 4f285b3, "FlashAttention-2 release",
+# 2023-07-17; the benchmark of the FlashAttention-2 paper, arXiv 2307.08691, section 4.1). Each chart
+# has a bar for FlashAttention (1.x) and FlashAttention-2. Setting: hidden dimension 2048 (16 heads of
+# 128 or 32 of 64), batch 16k/seqlen, bf16/fp16; TFLOP/s count forward+backward as 3.5x the forward
+# FLOPs (4*b*s^2*h*d, halved when causal; benchmarks/benchmark_flash_attention.py, flops()). None: the
+# label is hidden behind the chart legend. Keyed by the table file's device: the H100 SXM5 chart also
+# prices H200 (same GH100 SMs and clocks; the kernel is compute-bound).
+FA_SEQ = [512, 1024, 2048, 4096, 8192, 16384]
+FA_FWD_BWD_TFLOPS = {
+    "A100 80GB SXM4": [
+        ("flash-attention-1", False, 64, [91, 92, 104, 108, 110, 110]),
+        ("flash-attention-1", False, 128, [76, 72, 76, 80, 82, 83]),
+        ("flash-attention-1", True, 64, [58, 70, 77, 87, 92, 97]),
+        ("flash-attention-1", True, 128, [55, 62, 69, 76, 80, 83]),
+        ("flash-attention-2", False, 64, [132, None, 162, 171, 175, 176]),
+        ("flash-attention-2", False, 128, [None, None, 187, 196, 201, 203]),
+        ("flash-attention-2", True, 64, [88, 119, 140, 156, 165, 171]),
+        ("flash-attention-2", True, 128, [99, 133, 155, 173, 182, 189]),
+    ],
+    "H100 80GB SXM5": [
+        ("flash-attention-1", False, 64, [157, 159, 161, 161, 166, 168]),
+        ("flash-attention-1", False, 128, [127, 127, 128, 131, 137, 139]),
+        ("flash-attention-1", True, 64, [104, 123, 136, 138, 149, 156]),
+        ("flash-attention-1", True, 128, [98, 109, 108, 126, 135, 137]),
+        ("flash-attention-2", False, 64, [215, 254, 274, 288, 294, 296]),
+        ("flash-attention-2", False, 128, [248, 294, 320, 326, 335, 338]),
+        ("flash-attention-2", True, 64, [141, 192, 232, 257, 273, 284]),
+        ("flash-attention-2", True, 128, [163, 221, 265, 294, 308, 328]),
+    ],
+}
+FA_CHART_OF_DEVICE = {"a100-sxm": "A100 80GB SXM4", "h100-sxm": "H100 80GB SXM5", "h200-sxm": "H100 80GB SXM5"}
+# Forward over backward FLOP rate of one kernel: FlashAttention-2 on H100 SXM5, head dim 128, no
+# causal mask, sequence 16k: forward 370 TFLOP/s, backward 322 (FlashAttention-3 paper, Shah et al.
+# 2024, arXiv 2407.08608, figures 5 and 6, bar labels); the same figures give 1.15 for FlashAttention-3
+# (648 / 561) and cuDNN (595 / 516). Consistent with the chart above: 3.5 / (1/370 + 2.5/322) = 334
+# against the measured 338 forward+backward.
+FORWARD_BACKWARD_RATE_RATIO = 1.15
 
 
 def fmt(x: float) -> str:
@@ -281,27 +301,35 @@ def attention_section(data_root: str, dev: dict) -> list[str]:
         out += [f"      latency_us: {fl[0]}"] + fl[1:]
     if dropped:
         out.append(f"  # {dropped} measurements beyond a gap in the batch axis were left out")
-    out += fa2_block()
     return out
 
 
-def fa2_block() -> list[str]:
+def training_attention_section(dev: dict) -> list[str]:
+    chart = FA_CHART_OF_DEVICE.get(dev["name"])
+    if not chart:
+        return []
     out = [
-        "  # Not measured by aiconfigurator: the backward. FlashAttention-2's own forward+backward speed,",
-        "  # for deriving a backward from the forward above (docs/kernel-tables.md).",
-        "  flash_attention_2_fwd_bwd:",
-        "    source: >-",
-        "      Dao-AILab/flash-attention README, assets/flash2_a100_fwd_bwd_benchmark.png and",
-        "      assets/flash2_h100_fwd_bwd_benchmark.png (commit 4f285b3, 2023-07-17), the benchmark of",
-        "      Dao 2023, FlashAttention-2, arXiv 2307.08691, section 4.1; bar labels read off the charts",
-        "    setting: hidden 2048 (heads = 2048 / head_dim), batch = 16384 / seq, bf16, FlashAttention-2 v2.0",
-        "    flop_convention: forward 4*b*s^2*h*d (halved when causal), backward 2.5x forward, fwd+bwd 3.5x forward",
-        f"    seq: [{', '.join(map(str, FA2_SEQ))}]",
-        "    tflops:  # null: label hidden behind the legend",
+        "# Training attention: forward+backward speed of the flash-attention kernels training frameworks",
+        "# ran, measured by their authors (not by aiconfigurator, which measures inference forwards).",
+        "training_attention:",
+        "  source: >-",
+        "    Dao-AILab/flash-attention README, assets/flash2_a100_fwd_bwd_benchmark.png and",
+        "    assets/flash2_h100_fwd_bwd_benchmark.png (commit 4f285b3, 2023-07-17), the benchmark of",
+        "    Dao 2023, FlashAttention-2, arXiv 2307.08691, section 4.1; bar labels read off the charts",
+        f'  chart_gpu: "{chart}"',
+        "  setting: hidden 2048 (heads = 2048 / head_dim), batch = 16384 / seq, bf16",
+        "  flop_convention: forward 4*b*s^2*h*d (halved when causal), backward 2.5x forward, fwd+bwd 3.5x forward",
+        f"  forward_backward_rate_ratio: {FORWARD_BACKWARD_RATE_RATIO}",
+        "  forward_backward_rate_ratio_source: >-",
+        "    FlashAttention-3 paper (Shah et al. 2024, arXiv 2407.08608) figures 5 and 6, H100 SXM5, head",
+        "    dim 128, no causal mask, seq 16k: FlashAttention-2 forward 370 / backward 322 TFLOP/s,",
+        "    FlashAttention-3 648 / 561, cuDNN 595 / 516",
+        f"  seq: [{', '.join(map(str, FA_SEQ))}]",
+        "  series:  # tflops_fwd_bwd: null where the label is hidden behind the legend",
     ]
-    for gpu, causal, hd, vals in FA2_FWD_BWD_TFLOPS:
+    for kernel, causal, hd, vals in FA_FWD_BWD_TFLOPS[chart]:
         v = ", ".join("null" if x is None else str(x) for x in vals)
-        out.append(f'      - {{gpu: "{gpu}", causal: {str(causal).lower()}, head_dim: {hd}, fwd_bwd: [{v}]}}')
+        out.append(f"    - {{kernel: {kernel}, causal: {str(causal).lower()}, head_dim: {hd}, tflops_fwd_bwd: [{v}]}}")
     return out
 
 
@@ -368,6 +396,7 @@ def main() -> int:
         ]
         lines += gemm_section(args.data, dev)
         lines += attention_section(args.data, dev)
+        lines += training_attention_section(dev)
         lines += nccl_section(args.data, dev)
         text = "\n".join(lines) + "\n"
         with open(path, "w") as f:

@@ -16,6 +16,9 @@ struct Codebase {
   bool selective_is_op_level;
   bool local_batch_semantics;
   const char* why;
+  // The flash kernel it runs where that is not its framework's (FrameworkTraits::attention_kernel).
+  AttentionKernel attention_kernel = AttentionKernel::Default;
+  const char* kernel_source = "";
 };
 const Codebase kCodebases[] = {
     {"megatron-lm", Framework::Megatron, false, false, "Megatron-LM / Megatron-Core, NeMo and Megatron-Bridge recipes"},
@@ -31,7 +34,8 @@ const Codebase kCodebases[] = {
     // OPT trained with FSDP (fairscale) over Megatron tensor parallelism and Megatron's
     // vocab-parallel cross-entropy (metaseq/model_parallel): Megatron's traits, per-layer gathers.
     {"metaseq", Framework::Megatron, false, false, "FSDP over Megatron tensor parallelism"},
-    {"megascale", Framework::Megatron, false, false, "MegaScale is built on Megatron-LM (Jiang et al. 2024, arXiv 2402.15627)"},
+    {"megascale", Framework::Megatron, false, false, "MegaScale is built on Megatron-LM (Jiang et al. 2024, arXiv 2402.15627)",
+     AttentionKernel::Flash2, "MegaScale section 3.2: 'For the attention part, we adopt FlashAttention-2'"},
     {"meta-internal", Framework::Megatron, false, false, "Megatron-style 4D parallelism (Llama 3 report, section 3.3)"},
     {"deepseek-internal", Framework::Megatron, false, false, "HAI-LLM, Megatron-style parallelism (DeepSeek-V3 report, 3.2)"},
     {"other", Framework::Megatron, false, false, "no codebase stated: Megatron-Core's behaviour, the common reference"},
@@ -91,6 +95,36 @@ const DatedDefault kDatedDefaults[] = {
      "Composer's FSDP activation checkpointing wraps whole blocks (activation_checkpointing: true)"},
 };
 
+// The flash kernel a codebase ran before a date, where it was not the one it runs today. Later
+// entries win; a row without a date is read as run today (no entry applies).
+struct DatedKernel {
+  const char* codebase;  // "*": every codebase
+  int until;             // yyyymm, exclusive
+  AttentionKernel kernel;
+  const char* source;
+};
+const DatedKernel kDatedKernels[] = {
+    {"megatron-lm", 202407, AttentionKernel::Flash2,
+     "Megatron-LM's --use-flash-attn called the flash-attn package; TransformerEngine's fused attention is the "
+     "default from Megatron-Core 0.8 / NeMo 24.07 (data/validation/README.md)"},
+    {"*", 202307, AttentionKernel::Flash1,
+     "FlashAttention-2 was released on 2023-07-17 (flash-attn 2.0, Dao-AILab/flash-attention commit 4f285b3); "
+     "flash attention before it was FlashAttention 1.x"},
+    {"llm-foundry", 202403, AttentionKernel::Flash1,
+     "llm-foundry's setup.py pinned flash-attn 1.0.x in its 'gpu' extra (FlashAttention-2 only through the "
+     "optional 'gpu-flash2' extra from 2023-09) until v0.6.0 made flash-attn 2 the default (2024-03)"},
+};
+
+AttentionKernel dated_kernel(const RunFacts& f, AttentionKernel today) {
+  AttentionKernel k = today;
+  for (const DatedKernel& d : kDatedKernels) {
+    if (std::string(d.codebase) != "*" && f.codebase != d.codebase) continue;
+    if (f.date == 0 || f.date >= d.until) continue;
+    k = d.kernel;
+  }
+  return k;
+}
+
 bool dated_default(const RunFacts& f, Setting s, int pp, int zero) {
   bool value = false;
   for (const DatedDefault& d : kDatedDefaults) {
@@ -146,12 +180,16 @@ RunFacts parse_run_facts(const std::string& framework, const std::string& framew
 
 RunSettings run_settings(const RunFacts& f, int pp, int zero) {
   RunSettings s;
+  AttentionKernel today = AttentionKernel::Default;
   for (const Codebase& c : kCodebases) {
     if (f.codebase != c.name) continue;
     s.framework = c.framework;
     s.selective_is_op_level = c.selective_is_op_level;
     s.local_batch_semantics = c.local_batch_semantics;
+    today = c.attention_kernel;
   }
+  if (today == AttentionKernel::Default) today = framework_traits(s.framework).attention_kernel;
+  s.attention_kernel = dated_kernel(f, today);
   if (s.framework == Framework::DeepSpeed && dated_default(f, Setting::Zero3Synchronous, pp, zero))
     s.framework = Framework::DeepSpeedLegacy;
   s.flash_attention = f.flash_attention.value_or(dated_default(f, Setting::FlashAttention, pp, zero));

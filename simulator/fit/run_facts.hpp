@@ -31,6 +31,8 @@ RunFacts parse_run_facts(const std::string& framework, const std::string& framew
 struct RunSettings {
   Framework framework = Framework::Megatron;
   bool flash_attention = true;
+  // The flash-attention kernel of the codebase at its date (Default: its framework's today).
+  AttentionKernel attention_kernel = AttentionKernel::Default;
   bool dp_overlap = true;
   bool tp_overlap = false;
   // Megatron-LM since 2025 (and Megatron-Bridge) counts causal attention at half in its model

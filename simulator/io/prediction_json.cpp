@@ -65,6 +65,7 @@ nlohmann::ordered_json workload_json(const Workload& w) {
   j["global_batch"] = w.global_batch;
   j["dtype"] = to_string(w.dtype);
   j["flash_attention"] = w.flash_attention;
+  j["attention_kernel"] = to_string(attention_kernel_of(w));
   j["framework"] = to_string(w.framework);
   j["adam_moments"] = w.bf16_adam_moments ? "bf16" : "fp32";
   j["activation_func_fp8_input_store"] = w.fp8_activation_input_store;

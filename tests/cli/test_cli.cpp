@@ -378,3 +378,30 @@ TEST_CASE("bad pipeline-split and MTP input: the constraint by name, exit 2, and
   CHECK(contains(r.output, "bad-mtp.yaml:5"));
   CHECK(contains(r.output, "field 'workload.mtp_num_layers': '-1' is out of range"));
 }
+
+TEST_CASE("--attention-kernel: each kernel priced from its own measurement, named in --json, a bad name a usage error") {
+  const std::string base = "predict --model llama3-8b --hardware h100-sxm-80g --gpus 8 --seq 8192 --global-batch 8 --json";
+  auto step = [](const std::string& json) { return nlohmann::json::parse(json)["prediction"]["step_time_s"].get<double>(); };
+  Result fa1 = run_sixfold(base + " --attention-kernel flash-attention-1");
+  Result fa2 = run_sixfold(base + " --attention-kernel flash-attention-2");
+  Result te = run_sixfold(base);  // megatron's own: TransformerEngine's fused attention
+  REQUIRE(fa1.code == 0);
+  REQUIRE(fa2.code == 0);
+  REQUIRE(te.code == 0);
+  CHECK(nlohmann::json::parse(te.output)["workload"]["attention_kernel"] == "te-fused");
+  CHECK(nlohmann::json::parse(fa2.output)["workload"]["attention_kernel"] == "flash-attention-2");
+  CHECK(step(fa1.output) > step(fa2.output));
+  CHECK(step(fa2.output) > step(te.output));
+  Result tt = run_sixfold(base + " --framework torchtitan");
+  CHECK(nlohmann::json::parse(tt.output)["workload"]["attention_kernel"] == "flash-attention-2");
+  Result bad = run_sixfold(base + " --attention-kernel flash-attention-4");
+  CHECK(bad.code == 2);
+  CHECK(contains(bad.output, "flash-attention-4"));
+  CHECK(contains(bad.output, "allowed: flash-attention-1, flash-attention-2, te-fused"));
+  const std::string yaml = write_temp("bad-kernel.yaml", "name: t\nmodel: llama3-8b\nhardware: h100-sxm-80g\ngpus: 8\n"
+                                                         "workload: {seq: 4096, global_batch: 8, attention_kernel: fa9}\nlayout: {dp: 8}\n");
+  Result file = run_sixfold("predict --scenario " + yaml);
+  CHECK(file.code == 1);
+  CHECK(contains(file.output, "bad-kernel.yaml:"));
+  CHECK(contains(file.output, "'attention_kernel'"));
+}

@@ -24,6 +24,9 @@ void ScenarioFlags::add_to(CLI::App& app, bool with_layout) {
             "sequences per optimizer step (default: dp x micro-batch x pp)");
   app.add_option("--dtype", dtype, "bf16 | fp16 | fp8 | fp32 (default bf16)");
   app.add_flag("--no-flash-attention", no_flash_attention, "price unfused attention that saves the s x s scores");
+  app.add_option("--attention-kernel", attention_kernel,
+                 "flash-attention-1 | flash-attention-2 | te-fused: the flash kernel, priced from its measured speed "
+                 "(default: the framework's; megatron: te-fused, the others: flash-attention-2)");
   app.add_option("--adam-moments", adam_moments,
                  "fp32 (default) | bf16: Adam's moments in bf16 (Megatron-Core's precision-aware optimizer)");
   app.add_flag("--activation-func-fp8-input-store", fp8_activation_input_store,
@@ -122,6 +125,7 @@ Scenario ScenarioFlags::resolve(bool with_layout) const {
                      std::to_string(s.model.max_seq) + " (max_seq)" + (seq ? "" : origin()));
   if (!dtype.empty()) s.work.dtype = parse_dtype(dtype);
   if (no_flash_attention) s.work.flash_attention = false;
+  if (!attention_kernel.empty()) s.work.attention_kernel = parse_attention_kernel(attention_kernel);
   if (!framework.empty()) s.work.framework = parse_framework(framework);
   if (!adam_moments.empty()) s.work.bf16_adam_moments = parse_adam_moments(adam_moments);
   if (fp8_activation_input_store) s.work.fp8_activation_input_store = true;

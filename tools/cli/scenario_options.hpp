@@ -11,7 +11,7 @@
 namespace sixfold::cli {
 
 struct ScenarioFlags {
-  std::string scenario, plan, model, hardware, cluster, dtype, recompute, dp_overlap, schedule, framework, adam_moments;
+  std::string scenario, plan, model, hardware, cluster, dtype, recompute, dp_overlap, schedule, framework, adam_moments, attention_kernel;
   std::string recompute_modules;
   std::optional<Bytes> bucket_size;
   std::optional<BytesPerSec> network_bandwidth, intra_node_bandwidth;
