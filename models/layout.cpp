@@ -308,6 +308,27 @@ AttentionKernel attention_kernel_of(const Workload& work) {
                                                            : framework_traits(work.framework).attention_kernel;
 }
 
+CrossEntropy parse_cross_entropy(const std::string& s) {
+  static const std::pair<const char*, CrossEntropy> t[] = {{"megatron", CrossEntropy::MegatronFp32},
+                                                           {"torch", CrossEntropy::TorchFp32},
+                                                           {"flash-attn", CrossEntropy::FlashAttnFused}};
+  return parse_enum(s, "cross-entropy", t);
+}
+
+std::string to_string(CrossEntropy c) {
+  switch (c) {
+    case CrossEntropy::Default: return "default";
+    case CrossEntropy::MegatronFp32: return "megatron";
+    case CrossEntropy::TorchFp32: return "torch";
+    case CrossEntropy::FlashAttnFused: return "flash-attn";
+  }
+  return "?";
+}
+
+CrossEntropy cross_entropy_of(const Workload& work) {
+  return work.cross_entropy != CrossEntropy::Default ? work.cross_entropy : framework_traits(work.framework).cross_entropy;
+}
+
 bool parse_adam_moments(const std::string& s) {
   static const std::pair<const char*, bool> t[] = {{"fp32", false}, {"bf16", true}};
   return parse_enum(s, "adam moments dtype", t);
@@ -341,7 +362,7 @@ FrameworkTraits framework_traits(Framework f) {
       t.zero3_reduces_in_buckets = true;
       break;
     case Framework::Torchtitan:
-      t.fused_cross_entropy = false;
+      t.cross_entropy = CrossEntropy::TorchFp32;
       t.zero3_keeps_params_under_pp = true;
       t.sp_keeps_gathered_input = true;
       t.fp32_gradients = true;

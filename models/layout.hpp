@@ -48,16 +48,24 @@ enum class Framework { Megatron, DeepSpeed, DeepSpeedLegacy, Torchtitan };
 // framework's (FrameworkTraits::attention_kernel).
 enum class AttentionKernel { Default, Flash1, Flash2, TeFused };
 
+// How the loss runs over the logits, each keeping its own copies (step_program.cpp,
+// add_output_head): Megatron's vocab-parallel cross-entropy works in place on one fp32 copy and
+// keeps the fp32 softmax; F.cross_entropy on fp32-upcast logits (torchtitan) keeps the
+// log-softmax and in its backward holds the incoming and outgoing fp32 gradients beside it;
+// flash-attn's fused cross-entropy (flash_attn/losses/cross_entropy.py, one kernel on the
+// low-precision logits) keeps those logits and the log-sum-exp, and its backward writes one
+// low-precision gradient. Default: the framework's (FrameworkTraits::cross_entropy).
+enum class CrossEntropy { Default, MegatronFp32, TorchFp32, FlashAttnFused };
+
 // What differs between frameworks and changes memory or time.
 struct FrameworkTraits {
   // The flash-attention kernel the framework runs today: Megatron-Core's TransformerEngine layers
   // (--transformer-impl transformer_engine, the default); torchtitan's PyTorch SDPA; DeepSpeed's
   // models call flash-attn 2.x.
   AttentionKernel attention_kernel = AttentionKernel::Flash2;
-  // Megatron's vocab-parallel cross-entropy works in place on one fp32 copy of the logits; plain
-  // F.cross_entropy on fp32-upcast logits (torchtitan) keeps the log-softmax output and, in its
-  // backward, holds it with the incoming and outgoing fp32 gradients.
-  bool fused_cross_entropy = true;
+  // The loss over the logits: Megatron's vocab-parallel cross-entropy; torchtitan's
+  // F.cross_entropy on fp32-upcast logits (CrossEntropy above).
+  CrossEntropy cross_entropy = CrossEntropy::MegatronFp32;
   // ZeRO-3 gathers: DeepSpeed's stage 3 all-gathers each weight on its own (tensors under
   // stage3_param_persistence_threshold, 1e5 elements, i.e. biases and norms, stay resident); FSDP
   // and Megatron-FSDP gather one flat buffer per layer.
@@ -134,6 +142,12 @@ struct Workload {
   // the softmax, its dropout mask and output are saved (Korthikanti et al. 2022, Table 2).
   bool flash_attention = true;
   AttentionKernel attention_kernel = AttentionKernel::Default;
+  CrossEntropy cross_entropy = CrossEntropy::Default;
+  // Cross-entropy passes over the logits, without gradients, after each micro-batch's backward:
+  // Composer updates its training metrics so (composer/trainer/trainer.py v0.16.4,
+  // _train_microbatch -> _eval_train_metrics; llm-foundry's MPT trains with two,
+  // LanguageCrossEntropy and LanguagePerplexity, each a torch.nn.CrossEntropyLoss).
+  int train_metric_passes = 0;
   Framework framework = Framework::Megatron;
   // Adam's two moments in bf16 instead of fp32 (Megatron-Core's precision-aware optimizer,
   // --exp-avg-dtype/--exp-avg-sq-dtype bf16; DeepSeek-V3 trains so, its report section 3.3).
@@ -173,6 +187,7 @@ std::string to_string(DpOverlap o);
 std::string to_string(Schedule s);
 std::string to_string(Framework f);
 std::string to_string(AttentionKernel k);
+std::string to_string(CrossEntropy c);
 Dtype parse_dtype(const std::string& s);
 Recompute parse_recompute(const std::string& s);
 DpOverlap parse_dp_overlap(const std::string& s);
@@ -181,6 +196,8 @@ Framework parse_framework(const std::string& s);
 AttentionKernel parse_attention_kernel(const std::string& s);  // flash-attention-1 | flash-attention-2 | te-fused
 // The kernel a workload's flash attention runs: its own, or its framework's.
 AttentionKernel attention_kernel_of(const Workload& work);
+CrossEntropy parse_cross_entropy(const std::string& s);  // megatron | torch | flash-attn
+CrossEntropy cross_entropy_of(const Workload& work);
 bool parse_adam_moments(const std::string& s);  // "fp32" -> false, "bf16" -> true
 Count bytes_per_element(Dtype d);  // matrix-input width: fp8 1, bf16/fp16 2, fp32/tf32 4
 

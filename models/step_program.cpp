@@ -289,10 +289,8 @@ void add_backward(std::vector<Op>& out, const Op& f) {
     }
     case OpKind::Memory: {
       Op b = f;
-      b.bytes = 1.5 * f.bytes;  // reads the gradient and the saved input, writes one gradient
-      // The loss's backward works on the saved softmax in place: subtract the one-hot and scale
-      // (8 + 8 bytes per logit), then cast the gradient back (4 + a): ~22 of the forward's ~38.
-      if (f.op_class == OpClass::Loss) b.bytes = f.bytes * 22.0 / 38.0;
+      b.bytes = f.backward_bytes > 0 ? f.backward_bytes : 1.5 * f.bytes;  // reads the gradient and the saved input, writes one gradient
+      b.backward_bytes = 0;
       b.saved = 0;
       out.push_back(b);
       break;
@@ -532,17 +530,30 @@ struct HeadNames {
 constexpr HeadNames kMainHead{"final_norm", "head_allgather", "lm_head", "cross_entropy", "loss_allreduce"};
 constexpr HeadNames kMtpHead{"mtp_final_norm", "mtp_head_allgather", "mtp_lm_head", "mtp_cross_entropy", "mtp_loss_allreduce"};
 
-// The final norm, the output GEMM and the vocab-parallel cross-entropy in fp32: max, sum-exp and
-// target logit all-reduced over TP; the fp32 softmax is kept for the backward (Korthikanti et
-// al.: 4sbv/t). Each step is its own kernel over the fp32 logits (Megatron's
-// _VocabParallelCrossEntropy): the cast (read a, write 4), max (4), subtract and exp in place
-// (8 + 8), sum (4), divide in place (8).
-void add_output_head(std::vector<Op>& ops, const Layout& l, const Dims& d, Count vocab_rank, const HeadNames& n) {
+// The final norm, the output GEMM and the loss as the workload's cross-entropy runs it
+// (CrossEntropy, models/layout.hpp), bytes per logit:
+// - Megatron's vocab-parallel cross-entropy in fp32: max, sum-exp and target logit all-reduced over
+//   TP; the fp32 softmax kept for the backward (Korthikanti et al.: 4sbv/t). Each step is its own
+//   kernel over the fp32 logits (_VocabParallelCrossEntropy): the cast (read a, write 4), max (4),
+//   subtract and exp in place (8 + 8), sum (4), divide in place (8); its backward works on the
+//   saved softmax in place, subtract the one-hot and scale (8 + 8), then casts the gradient back
+//   (4 + a).
+// - F.cross_entropy on upcast logits: the cast, log-softmax and gather, the same traffic as
+//   Megatron's; it keeps the fp32 log-softmax.
+// - flash-attn's fused cross-entropy: one pass over the low-precision logits (online softmax) that
+//   keeps them and the log-sum-exp; its backward reads them and writes the gradient (a + a).
+void add_output_head(std::vector<Op>& ops, const Layout& l, const Dims& d, Count vocab_rank, const HeadNames& n,
+                     CrossEntropy ce) {
   const Count T = d.tokens, Ts = d.sp_tokens, h = d.h, a = d.act;
   ops.push_back(with_saved(memory(n.norm, OpClass::Norm, Bytes(2 * Ts * h * a)), Bytes(Ts * h * a)));
   tp_enter(ops, d, n.allgather);
   ops.push_back(with_saved(gemm(n.gemm, OpClass::Gemm, T, vocab_rank, h), Bytes(d.gemm_input_tokens * h * a)));
-  ops.push_back(with_saved(memory(n.loss, OpClass::Loss, Bytes(T * vocab_rank * (a + 36))), Bytes(T * vocab_rank * 4)));
+  const double logits = double(T) * double(vocab_rank);
+  Op loss = ce == CrossEntropy::FlashAttnFused
+                ? with_saved(memory(n.loss, OpClass::Loss, Bytes(logits * a)), Bytes(logits * a) + Bytes(T * 4))
+                : with_saved(memory(n.loss, OpClass::Loss, Bytes(logits * (a + 36))), Bytes(logits * 4));
+  loss.backward_bytes = ce == CrossEntropy::FlashAttnFused ? Bytes(logits * 2 * a) : Bytes(logits * (20 + a));
+  ops.push_back(loss);
   if (l.tp > 1) ops.push_back(collective(n.loss_allreduce, Group::TP, Collective::AllReduce, Bytes(3 * T * 4), l.tp));
 }
 
@@ -568,7 +579,7 @@ void add_mtp(StageProgram& st, const ModelSpec& m, const Layout& l, const Worklo
     head.push_back(with_saved(gemm("mtp_proj", OpClass::Gemm, T, h / d.tp, 2 * h), Bytes(d.gemm_input_tokens * 2 * h * d.gemm_input)));
     tp_exit(head, d, "mtp_proj_allreduce", "mtp_proj_reducescatter");
     std::vector<Op> tail;
-    add_output_head(tail, l, d, vocab_rank, kMtpHead);
+    add_output_head(tail, l, d, vocab_rank, kMtpHead, cross_entropy_of(w));
     for (const Op& op : head) st.post_forward.push_back(op), st.post_saved += op.saved;
     for (Op op : layer.forward) {
       op.saved = 0;  // the policy's total is added below
@@ -618,11 +629,13 @@ StepProgram expand_step_program(const ModelSpec& m, const Layout& l, const Workl
       st.dense_params += vocab_rank * h + (m.learned_positions ? Count(m.max_seq) * h : 0);
     }
     if (st.last) {
-      add_output_head(st.post_forward, l, d, vocab_rank, kMainHead);
+      add_output_head(st.post_forward, l, d, vocab_rank, kMainHead, cross_entropy_of(w));
       // Transient logits at the loss's peak: Megatron's fused loss holds the low-precision logits
       // besides its fp32 copy; unfused F.cross_entropy's backward holds the fp32 gradient arriving
-      // at the log-softmax and the one it produces next to the saved log-softmax (2 x 4 bytes).
-      st.logits_bytes = framework_traits(w.framework).fused_cross_entropy ? Bytes(T * vocab_rank * a) : Bytes(T * vocab_rank * 8);
+      // at the log-softmax and the one it produces next to the saved log-softmax (2 x 4 bytes);
+      // flash-attn's fused loss writes one low-precision gradient next to the saved logits.
+      const CrossEntropy ce = cross_entropy_of(w);
+      st.logits_bytes = ce == CrossEntropy::TorchFp32 ? Bytes(T * vocab_rank * 8) : Bytes(T * vocab_rank * a);
       const bool head_is_embedding_copy = m.tied_embeddings && l.pp == 1;
       if (!head_is_embedding_copy) st.dense_params += vocab_rank * h;
       st.dense_params += m.norm == NormKind::LayerNorm ? 2 * h : h;
@@ -631,6 +644,13 @@ StepProgram expand_step_program(const ModelSpec& m, const Layout& l, const Workl
     for (const Op& op : st.post_forward) st.post_saved += op.saved;
     for (auto it = st.pre_forward.rbegin(); it != st.pre_forward.rend(); ++it) add_backward(st.pre_backward, *it);
     for (auto it = st.post_forward.rbegin(); it != st.post_forward.rend(); ++it) add_backward(st.post_backward, *it);
+    if (st.last && w.train_metric_passes > 0) {
+      // The training metrics' cross-entropy forwards on the logits after the backward, each with
+      // F.cross_entropy's traffic on upcast logits (add_output_head); no gradient.
+      Op metrics = memory("train_metrics", OpClass::Loss, Bytes(double(T) * double(vocab_rank) * double(a + 36) * w.train_metric_passes));
+      metrics.backward = true;
+      st.post_backward.push_back(metrics);
+    }
     if (st.last) add_mtp(st, m, l, w, d, prog);
     // Megatron sends the SP-sharded activation between stages (scatter-gather optimisation).
     st.pp_send = collective("pp_send", Group::PP, Collective::SendRecv, Bytes((l.sp ? Ts : T) * h * a), 2);

@@ -39,6 +39,7 @@ struct Op {
   bool overlaps_previous = false;  // runs concurrently with the op before it (CP ring with attention)
   bool weight_grad = false;        // backward GEMM producing a weight gradient (deferrable: zero-bubble W)
   bool backward = false;           // an op of the backward pass (a recomputed forward op is not)
+  Bytes backward_bytes = 0;        // memory-bound op: its backward's traffic where not 1.5x the forward's
   // FP8 GEMM: bytes moved by the cast of its high-precision input (with the transposed copy the
   // other backward GEMM needs) that runs right before it; memory-bound, priced with the GEMM.
   Bytes cast_bytes = 0;

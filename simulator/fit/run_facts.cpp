@@ -19,6 +19,11 @@ struct Codebase {
   // The flash kernel it runs where that is not its framework's (FrameworkTraits::attention_kernel).
   AttentionKernel attention_kernel = AttentionKernel::Default;
   const char* kernel_source = "";
+  // Its loss where it is not its framework's (FrameworkTraits::cross_entropy).
+  CrossEntropy cross_entropy = CrossEntropy::Default;
+  const char* loss_source = "";
+  int train_metric_passes = 0;  // Workload::train_metric_passes
+  const char* metrics_source = "";
 };
 const Codebase kCodebases[] = {
     {"megatron-lm", Framework::Megatron, false, false, "Megatron-LM / Megatron-Core, NeMo and Megatron-Bridge recipes"},
@@ -29,8 +34,14 @@ const Codebase kCodebases[] = {
      "FSDP2/DTensor; activation_checkpoint.mode=selective defaults to op-level (selective_ac_option 'op'); "
      "training.batch_size is the local batch, split into one micro-batch per stage (pipeline_parallel_microbatches unset)"},
     {"llm-foundry", Framework::Torchtitan, false, false,
-     "Composer's PyTorch FSDP (FULL_SHARD, one flat buffer per block, fp32 reduce) and plain cross-entropy under "
-     "autocast: FSDP's traits; its activation checkpointing is per block"},
+     "Composer's PyTorch FSDP (FULL_SHARD, one flat buffer per block, fp32 reduce) under autocast: FSDP's traits; "
+     "its activation checkpointing is per block",
+     AttentionKernel::Default, "", CrossEntropy::FlashAttnFused,
+     "llmfoundry/models/mpt/modeling_mpt.py: loss_fn defaults to 'fused_crossentropy', flash-attn's "
+     "flash_attn.losses.cross_entropy.CrossEntropyLoss",
+     2, "Composer (composer/trainer/trainer.py v0.16.4) updates the training metrics after every micro-batch; "
+        "MPT's are LanguageCrossEntropy and LanguagePerplexity (use_train_metrics defaults to true), each a "
+        "torch.nn.CrossEntropyLoss over the logits"},
     // OPT trained with FSDP (fairscale) over Megatron tensor parallelism and Megatron's
     // vocab-parallel cross-entropy (metaseq/model_parallel): Megatron's traits, per-layer gathers.
     {"metaseq", Framework::Megatron, false, false, "FSDP over Megatron tensor parallelism"},
@@ -187,6 +198,8 @@ RunSettings run_settings(const RunFacts& f, int pp, int zero) {
     s.selective_is_op_level = c.selective_is_op_level;
     s.local_batch_semantics = c.local_batch_semantics;
     today = c.attention_kernel;
+    s.cross_entropy = c.cross_entropy;
+    s.train_metric_passes = c.train_metric_passes;
   }
   if (today == AttentionKernel::Default) today = framework_traits(s.framework).attention_kernel;
   s.attention_kernel = dated_kernel(f, today);

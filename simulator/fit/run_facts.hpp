@@ -33,6 +33,8 @@ struct RunSettings {
   bool flash_attention = true;
   // The flash-attention kernel of the codebase at its date (Default: its framework's today).
   AttentionKernel attention_kernel = AttentionKernel::Default;
+  CrossEntropy cross_entropy = CrossEntropy::Default;  // the codebase's loss (Default: its framework's)
+  int train_metric_passes = 0;                         // Workload::train_metric_passes
   bool dp_overlap = true;
   bool tp_overlap = false;
   // Megatron-LM since 2025 (and Megatron-Bridge) counts causal attention at half in its model

@@ -238,6 +238,8 @@ Scenario scenario_from_row(const CsvTable& t, size_t r, const HardwareLookup& lo
   s.work.framework = settings.framework;
   s.work.flash_attention = settings.flash_attention;
   s.work.attention_kernel = settings.attention_kernel;
+  s.work.cross_entropy = settings.cross_entropy;
+  s.work.train_metric_passes = settings.train_metric_passes;
   if (!settings.dp_overlap) l.dp_overlap = DpOverlap::None;
   // TP communication overlap (Megatron's --tp-comm-overlap, which needs sequence parallelism;
   // torchtitan's Async TP, which runs on its sequence-parallel plan).

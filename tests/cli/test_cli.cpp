@@ -405,3 +405,23 @@ TEST_CASE("--attention-kernel: each kernel priced from its own measurement, name
   CHECK(contains(file.output, "bad-kernel.yaml:"));
   CHECK(contains(file.output, "'attention_kernel'"));
 }
+
+TEST_CASE("--cross-entropy and --train-metric-passes: priced, named in --json, bad values usage errors") {
+  const std::string base = "predict --model llama3-8b --hardware h100-sxm-80g --gpus 8 --seq 4096 --global-batch 32 --micro-batch 4 --zero 3 --json";
+  Result torch = run_sixfold(base + " --cross-entropy torch");
+  Result flash = run_sixfold(base + " --cross-entropy flash-attn --train-metric-passes 2");
+  REQUIRE(torch.code == 0);
+  REQUIRE(flash.code == 0);
+  const auto jt = nlohmann::json::parse(torch.output), jf = nlohmann::json::parse(flash.output);
+  CHECK(jt["workload"]["cross_entropy"] == "torch");
+  CHECK(jf["workload"]["cross_entropy"] == "flash-attn");
+  CHECK(jf["workload"]["train_metric_passes"] == 2);
+  CHECK(jf["prediction"]["peak_memory_bytes"].get<double>() < jt["prediction"]["peak_memory_bytes"].get<double>());
+  CHECK(nlohmann::json::parse(run_sixfold(base).output)["workload"]["cross_entropy"] == "megatron");
+  Result bad = run_sixfold(base + " --cross-entropy apex");
+  CHECK(bad.code == 2);
+  CHECK(contains(bad.output, "allowed: megatron, torch, flash-attn"));
+  Result negative = run_sixfold(base + " --train-metric-passes -1");
+  CHECK(negative.code == 2);
+  CHECK(contains(negative.output, "--train-metric-passes"));
+}

@@ -27,6 +27,12 @@ void ScenarioFlags::add_to(CLI::App& app, bool with_layout) {
   app.add_option("--attention-kernel", attention_kernel,
                  "flash-attention-1 | flash-attention-2 | te-fused: the flash kernel, priced from its measured speed "
                  "(default: the framework's; megatron: te-fused, the others: flash-attention-2)");
+  add_count(app, "--train-metric-passes", train_metric_passes, 0, 16,
+            "cross-entropy passes over the logits after each micro-batch's backward, for training metrics "
+            "(Composer/llm-foundry: 2; default 0)");
+  app.add_option("--cross-entropy", cross_entropy,
+                 "megatron | torch | flash-attn: the loss's implementation and the logits copies it holds "
+                 "(default: the framework's; torchtitan: torch, the others: megatron)");
   app.add_option("--adam-moments", adam_moments,
                  "fp32 (default) | bf16: Adam's moments in bf16 (Megatron-Core's precision-aware optimizer)");
   app.add_flag("--activation-func-fp8-input-store", fp8_activation_input_store,
@@ -126,6 +132,8 @@ Scenario ScenarioFlags::resolve(bool with_layout) const {
   if (!dtype.empty()) s.work.dtype = parse_dtype(dtype);
   if (no_flash_attention) s.work.flash_attention = false;
   if (!attention_kernel.empty()) s.work.attention_kernel = parse_attention_kernel(attention_kernel);
+  if (!cross_entropy.empty()) s.work.cross_entropy = parse_cross_entropy(cross_entropy);
+  if (train_metric_passes) s.work.train_metric_passes = *train_metric_passes;
   if (!framework.empty()) s.work.framework = parse_framework(framework);
   if (!adam_moments.empty()) s.work.bf16_adam_moments = parse_adam_moments(adam_moments);
   if (fp8_activation_input_store) s.work.fp8_activation_input_store = true;

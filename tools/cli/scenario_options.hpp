@@ -11,11 +11,11 @@
 namespace sixfold::cli {
 
 struct ScenarioFlags {
-  std::string scenario, plan, model, hardware, cluster, dtype, recompute, dp_overlap, schedule, framework, adam_moments, attention_kernel;
+  std::string scenario, plan, model, hardware, cluster, dtype, recompute, dp_overlap, schedule, framework, adam_moments, attention_kernel, cross_entropy;
   std::string recompute_modules;
   std::optional<Bytes> bucket_size;
   std::optional<BytesPerSec> network_bandwidth, intra_node_bandwidth;
-  std::optional<int> gpus, gpus_per_node, tp, pp, vpp, cp, ep, etp, zero, first_stage_layers, last_stage_layers, mtp_layers;
+  std::optional<int> gpus, gpus_per_node, tp, pp, vpp, cp, ep, etp, zero, first_stage_layers, last_stage_layers, mtp_layers, train_metric_passes;
   std::optional<long long> seq, global_batch, micro_batch;
   bool sp = false, no_sp = false, tp_overlap = false, no_flash_attention = false, fp8_activation_input_store = false;
   bool embedding_in_split = false, loss_in_split = false;
