@@ -329,6 +329,11 @@ CrossEntropy cross_entropy_of(const Workload& work) {
   return work.cross_entropy != CrossEntropy::Default ? work.cross_entropy : framework_traits(work.framework).cross_entropy;
 }
 
+bool p2p_overlapped(const Workload& work, const Layout& layout) {
+  return work.overlap_p2p_comm && work.framework == Framework::Megatron && layout.pp > 1 &&
+         layout.schedule == Schedule::Interleaved && layout.vpp > 1;
+}
+
 bool parse_adam_moments(const std::string& s) {
   static const std::pair<const char*, bool> t[] = {{"fp32", false}, {"bf16", true}};
   return parse_enum(s, "adam moments dtype", t);

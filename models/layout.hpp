@@ -148,6 +148,12 @@ struct Workload {
   // _train_microbatch -> _eval_train_metrics; llm-foundry's MPT trains with two,
   // LanguageCrossEntropy and LanguagePerplexity, each a torch.nn.CrossEntropyLoss).
   int train_metric_passes = 0;
+  // Megatron-Core's interleaved schedule posts each chunk's pipeline send and the next receive
+  // without blocking and waits only where the data is needed (overlap_p2p_comm; the default since
+  // Megatron-LM commit 4eeff55, 2023-10-23, "Make overlap_p2p_comm the default"; off with
+  // --no-overlap-p2p-communication). Non-interleaved 1F1B always blocks (arguments.py turns it
+  // off), as does DeepSpeed's pipeline engine. See p2p_overlapped().
+  bool overlap_p2p_comm = true;
   Framework framework = Framework::Megatron;
   // Adam's two moments in bf16 instead of fp32 (Megatron-Core's precision-aware optimizer,
   // --exp-avg-dtype/--exp-avg-sq-dtype bf16; DeepSeek-V3 trains so, its report section 3.3).
@@ -198,6 +204,9 @@ AttentionKernel parse_attention_kernel(const std::string& s);  // flash-attentio
 AttentionKernel attention_kernel_of(const Workload& work);
 CrossEntropy parse_cross_entropy(const std::string& s);  // megatron | torch | flash-attn
 CrossEntropy cross_entropy_of(const Workload& work);
+// Whether pipeline sends hide behind the next chunk's compute instead of blocking the stage:
+// Megatron's interleaved schedule with overlap_p2p_comm.
+bool p2p_overlapped(const Workload& work, const Layout& layout);
 bool parse_adam_moments(const std::string& s);  // "fp32" -> false, "bf16" -> true
 Count bytes_per_element(Dtype d);  // matrix-input width: fp8 1, bf16/fp16 2, fp32/tf32 4
 

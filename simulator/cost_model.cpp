@@ -115,7 +115,14 @@ static std::vector<StageTime> stage_times_priced(const ModelSpec& model, const H
 
     StageTime s;
     // Pipeline sends: each virtual chunk boundary sends forward and receives the gradient back.
-    const Seconds p2p = l.pp > 1 ? pricer.time(st.pp_send) : 0;
+    Seconds p2p = l.pp > 1 ? pricer.time(st.pp_send) : 0;
+    // Overlapped (p2p_overlapped): each transfer hides behind the next chunk's compute, paying
+    // the hiding cost of any hidden communication (overlap::with_hiding_cost).
+    if (p2p > 0 && p2p_overlapped(work, l)) {
+      const Seconds chunk = std::min(f.duration(), b.duration()) / v;
+      p2p = overlap::with_hiding_cost(p2p, chunk, hw.overlap_slowdown,
+                                      [&](Seconds w) { return overlap::exposed_behind(p2p, w); });
+    }
     const Seconds send_f = st.last ? 0 : v * p2p;
     const Seconds send_b = st.first ? 0 : v * p2p;
     s.forward = f.duration() + send_f;

@@ -38,6 +38,9 @@ inline Seconds exposed_tp(Seconds tp_comm, Seconds hidable, bool tp_overlap) {
   return tp_overlap ? std::max(0.0, tp_comm - hidable) : tp_comm;
 }
 
+// A transfer that runs alongside compute it does not wait for: what the compute cannot cover.
+inline Seconds exposed_behind(Seconds transfer, Seconds compute) { return std::max(0.0, transfer - compute); }
+
 // CP ring exchange runs concurrently with the attention blocks it feeds.
 inline Seconds exposed_cp(Seconds ring, Seconds attention) { return std::max(0.0, ring - attention); }
 

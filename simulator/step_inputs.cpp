@@ -50,6 +50,7 @@ PipelineInputs pipeline_inputs(const ModelSpec& model, const HardwareProfile& hw
   in.micro_batches = prog.micro_batches;
   in.zero = l.zero;
   in.dp_overlap = l.dp_overlap;
+  in.p2p_overlap = p2p_overlapped(work, l);
   in.overlap_slowdown = hw.overlap_slowdown;
   const GroupPlacement pp_place = pricer.placement(Group::PP);
   in.pp_link = pp_place.crosses_nodes ? Link::InterNode : Link::IntraNode;

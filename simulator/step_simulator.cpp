@@ -113,7 +113,9 @@ SimulationResult simulate_pipeline(const PipelineInputs& in) {
         const int id = sim.add(t);
         block[at(s, b.chunk, b.micro_batch, b.phase)] = id;
         bk.blocks.push_back(id);
-        if (pending_send >= 0) sim.depend(id, pending_send);  // blocking point-to-point (Megatron's default)
+        // Blocking point-to-point (1F1B, DeepSpeed) waits for the last send; overlapped sends
+        // (Megatron's interleaved overlap_p2p_comm) only hold up their consumer.
+        if (pending_send >= 0 && !in.p2p_overlap) sim.depend(id, pending_send);
         pending_send = -1;
         bk.last_compute = id;
 

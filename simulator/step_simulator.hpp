@@ -56,6 +56,7 @@ struct PipelineInputs {
   int zero = 0;
   DpOverlap dp_overlap = DpOverlap::None;  // None: one reduction after the stage's last backward
   Link pp_link = Link::None, dp_link = Link::None;
+  bool p2p_overlap = false;  // sends do not block the next block of their stage (p2p_overlapped)
   std::vector<StageInputs> stages;
   double overlap_slowdown = 0;  // HardwareProfile::overlap_slowdown: compute lost per second of hidden DP traffic
   bool record_tasks = true;  // keep the task list (for the trace); the benchmark turns it off

@@ -52,7 +52,7 @@ const Codebase kCodebases[] = {
     {"other", Framework::Megatron, false, false, "no codebase stated: Megatron-Core's behaviour, the common reference"},
 };
 
-enum class Setting { FlashAttention, DpOverlap, ModelFlopsCausalHalved, Zero3Synchronous, SelectiveRecompute };
+enum class Setting { FlashAttention, DpOverlap, ModelFlopsCausalHalved, Zero3Synchronous, SelectiveRecompute, P2pOverlap };
 
 // What a codebase did by default in [from, until) (yyyymm; 0 = open). "*" is every codebase.
 // min_pp / zero_at_most restrict an entry to layouts where the behaviour applied. Later entries
@@ -102,6 +102,11 @@ const DatedDefault kDatedDefaults[] = {
     {"deepspeed", 0, 0, Setting::SelectiveRecompute, false, 1, 3,
      "the DeepSpeed engine's activation checkpointing (deepspeed.checkpointing.checkpoint) re-runs the function it "
      "wraps whole: a layer"},
+    {"*", 0, 0, Setting::P2pOverlap, true, 1, 3,
+     "Megatron-Core's interleaved schedule overlaps pipeline sends with compute (overlap_p2p_comm, the default)"},
+    {"megatron-lm", 0, 202311, Setting::P2pOverlap, false, 1, 3,
+     "Megatron-LM made overlap_p2p_comm the default on 2023-10-23 (commit 4eeff55); before, "
+     "--overlap-p2p-communication was opt-in"},
     {"llm-foundry", 0, 0, Setting::SelectiveRecompute, false, 1, 3,
      "Composer's FSDP activation checkpointing wraps whole blocks (activation_checkpointing: true)"},
 };
@@ -213,6 +218,7 @@ RunSettings run_settings(const RunFacts& f, int pp, int zero) {
   s.filled_tp_overlap = !f.tp_overlap.has_value();
   s.model_flops_causal_halved = dated_default(f, Setting::ModelFlopsCausalHalved, pp, zero);
   s.has_selective_recompute = dated_default(f, Setting::SelectiveRecompute, pp, zero);
+  s.overlap_p2p_comm = dated_default(f, Setting::P2pOverlap, pp, zero);
   return s;
 }
 

@@ -45,6 +45,8 @@ struct RunSettings {
   // Whether the codebase had a selective recompute at its date; without one an unstated policy is
   // none or full (whole-layer checkpointing).
   bool has_selective_recompute = true;
+  // Pipeline sends overlap compute under Megatron's interleaved schedule (Workload::overlap_p2p_comm).
+  bool overlap_p2p_comm = true;
   // The global batch is dp x the stated local batch, and a pipeline splits that local batch into
   // one micro-batch per stage (torchtitan's defaults).
   bool local_batch_semantics = false;

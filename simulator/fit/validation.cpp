@@ -240,6 +240,7 @@ Scenario scenario_from_row(const CsvTable& t, size_t r, const HardwareLookup& lo
   s.work.attention_kernel = settings.attention_kernel;
   s.work.cross_entropy = settings.cross_entropy;
   s.work.train_metric_passes = settings.train_metric_passes;
+  s.work.overlap_p2p_comm = settings.overlap_p2p_comm;
   if (!settings.dp_overlap) l.dp_overlap = DpOverlap::None;
   // TP communication overlap (Megatron's --tp-comm-overlap, which needs sequence parallelism;
   // torchtitan's Async TP, which runs on its sequence-parallel plan).
