@@ -44,8 +44,21 @@ Seconds OpPricer::gemm_time(Count m, Count n, Count k, Count batch) const {
   // a comparable occupancy of the GPU. Outside the measured grid the table holds the edge's FLOP
   // rate, so the roofline still bounds it.
   if (table_gemms_)
-    if (auto t = tables_->gemm_time(table_dtype_, m * std::max<Count>(1, batch), n, k))
-      return std::max({kMinKernelTime, *t * hw_.kernel_slowdown, memory});
+    if (auto t = tables_->gemm_time(table_dtype_, m * std::max<Count>(1, batch), n, k)) {
+      Seconds measured = *t;
+      // The fp8 table times TensorRT-LLM's FP8 Linear, which quantizes its bf16 input on every call:
+      // the collector loads no input scale (collector/trtllm/collect_gemm.py), so
+      // FP8QDQLinearMethod.apply runs quantize_e4m3_per_tensor (an amax pass, then the cast: read
+      // 2 + 2, write 1 byte per element of the m x k input; two kernels) before the GEMM. The step program prices
+      // training's own casts (Op::cast_bytes, TransformerEngine's); here the GEMM alone, never below
+      // its tensor-core time.
+      if (table_dtype_ == Dtype::FP8) {
+        const Seconds quantize = 2 * kMinKernelTime + 5.0 * double(m) * double(std::max<Count>(1, batch)) * double(k) /
+                                                      (hw_.memory_bandwidth * hw_.memory_efficiency);
+        measured = std::max(measured - quantize, f / gemm_peak_);
+      }
+      return std::max({kMinKernelTime, measured * hw_.kernel_slowdown, memory});
+    }
   return std::max({kMinKernelTime, f / (gemm_peak_ * gemm_efficiency(m, n, k, batch)), memory});
 }
 

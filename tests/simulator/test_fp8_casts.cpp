@@ -4,10 +4,13 @@
 // attention's batched GEMMs and the router are not cast.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include "models/layout.hpp"
 #include "models/model_zoo.hpp"
 #include "models/step_program.hpp"
 #include "simulator/hardware_profile.hpp"
+#include "simulator/kernel_tables.hpp"
 #include "simulator/op_cost.hpp"
 
 using namespace sixfold;
@@ -61,4 +64,25 @@ TEST_CASE("fp8 GEMMs carry their input and output-gradient casts; bf16 GEMMs non
       bare.cast_bytes = 0;
       CHECK(pricer.time(op) == doctest::Approx(pricer.time(bare) + op.cast_bytes / (hw.memory_bandwidth * hw.memory_efficiency)));
     }
+}
+
+TEST_CASE("fp8 GEMMs from the measured table lose the input quantization TensorRT-LLM's Linear ran inside the measurement") {
+  // The fp8 table times quantize_e4m3_per_tensor (amax, then cast: 5 bytes per input element,
+  // two kernels) and the GEMM together; the step program prices training's casts itself.
+  const HardwareProfile hw = load_hardware("h100-sxm-80g");
+  const Layout l;
+  const OpPricer fp8(hw, l, Dtype::FP8);
+  const KernelTables& tables = *kernel_tables_for("h100-sxm-80g");
+  for (Count s : {2048, 8192, 16384}) {
+    const Seconds measured = *tables.gemm_time(Dtype::FP8, s, s, s);
+    const Seconds quantize = 2 * kMinKernelTime + 5.0 * double(s) * double(s) / (hw.memory_bandwidth * hw.memory_efficiency);
+    const Seconds floor = 2.0 * double(s) * double(s) * double(s) / hw.peak(Dtype::FP8);
+    CAPTURE(s);
+    CHECK(fp8.gemm_time(s, s, s, 1) == doctest::Approx(std::max(measured - quantize, floor)));
+    CHECK(fp8.gemm_time(s, s, s, 1) < measured);
+    CHECK(fp8.gemm_time(s, s, s, 1) >= floor);
+  }
+  // bf16 measures F.linear alone: taken as measured.
+  const OpPricer bf16(hw, l, Dtype::BF16);
+  CHECK(bf16.gemm_time(8192, 8192, 8192, 1) == doctest::Approx(*tables.gemm_time(Dtype::BF16, 8192, 8192, 8192)));
 }
