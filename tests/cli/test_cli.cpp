@@ -425,3 +425,16 @@ TEST_CASE("--cross-entropy and --train-metric-passes: priced, named in --json, b
   CHECK(negative.code == 2);
   CHECK(contains(negative.output, "--train-metric-passes"));
 }
+
+TEST_CASE("the out-of-source spot checks in bench/spot_checks load and every row is scored") {
+  for (const char* file : {"bench/spot_checks/llm_foundry_mpt.csv", "bench/spot_checks/megatron_2021_table1.csv",
+                           "bench/spot_checks/llama3_405b_table4.csv"}) {
+    Result r = run_sixfold(std::string("validate ") + SIXFOLD_SOURCE_DIR + "/" + file + " --json");
+    CAPTURE(file);
+    REQUIRE(r.code == 0);
+    const auto j = nlohmann::json::parse(r.output);
+    CHECK(j["rows_scored"].get<int>() > 0);
+    CHECK(j["rows_skipped"].get<int>() == 0);
+    CHECK(j["rows_predicted_not_to_fit"].get<int>() == 0);
+  }
+}
