@@ -207,14 +207,18 @@ void add_mlp_body(std::vector<Op>& ops, const ModelSpec& m, const Dims& d, Count
                   const char* act_name = "mlp_act", const char* down = "mlp_down", bool weighted = false) {
   const Count h = d.h, a = d.act;
   const bool glu = m.activation == Activation::SwiGLU;
-  ops.push_back(with_saved(gemm(up, OpClass::Gemm, tokens / batch, (glu ? 2 : 1) * ffn_rank, h, batch), Bytes(input_saved_tokens * h * input_width)));
+  Op up_gemm = gemm(up, OpClass::Gemm, tokens / batch, (glu ? 2 : 1) * ffn_rank, h, batch);
+  up_gemm.grouped = batch > 1;  // one GEMM per local expert, each with its own weights
+  ops.push_back(with_saved(up_gemm, Bytes(input_saved_tokens * h * input_width)));
   // SwiGLU saves gate and up (4f bytes/token at 2 B, 2f in fp8 under the fp8 input store); GELU
   // saves its input. A weighted activation also keeps each row's fp32 routing probability, and
   // outside the fused SwiGLU (activation_func_with_probs) the activation's output for its gradient.
   const Bytes act_saved = (glu ? Bytes(tokens * ffn_rank * 2 * d.glu_input) : Bytes(tokens * ffn_rank * a)) +
                           (weighted ? Bytes(tokens * 4) + (glu ? 0 : Bytes(tokens * ffn_rank * a)) : 0);
   ops.push_back(with_saved(memory(act_name, OpClass::Elementwise, Bytes(tokens * ffn_rank * a * (glu ? 3 : 2))), act_saved));
-  ops.push_back(with_saved(gemm(down, OpClass::Gemm, tokens / batch, h, ffn_rank, batch), Bytes(tokens * ffn_rank * d.gemm_input)));
+  Op down_gemm = gemm(down, OpClass::Gemm, tokens / batch, h, ffn_rank, batch);
+  down_gemm.grouped = batch > 1;
+  ops.push_back(with_saved(down_gemm, Bytes(tokens * ffn_rank * d.gemm_input)));
 }
 
 void add_dense_mlp(std::vector<Op>& ops, const ModelSpec& m, const Dims& d) {
@@ -269,8 +273,10 @@ void add_backward(std::vector<Op>& out, const Op& f) {
       // dgrad (m x n)(n x k) and wgrad (k x m)(m x n): each as many FLOPs as the forward.
       Op dgrad = gemm(f.name, f.op_class, f.m, f.k, f.n, f.batch);
       dgrad.name = f.name;  // class and name kept; the phase tells them apart
+      dgrad.grouped = f.grouped;
       Op wgrad = gemm(f.name, f.op_class, f.k, f.n, f.m, f.batch);
       wgrad.weight_grad = f.op_class != OpClass::Attention;
+      wgrad.grouped = f.grouped;
       // The output gradient's cast (+ transpose) feeds both backward GEMMs: priced once, with dgrad.
       if (f.cast_bytes > 0) dgrad.cast_bytes = 4.0 * double(f.m) * double(f.n) * double(f.batch);
       // Batched attention GEMMs (scores, values) have two activation grads, no weight grad.

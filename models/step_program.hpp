@@ -30,6 +30,7 @@ struct Op {
   Flops flops = 0;        // on this rank
   Bytes bytes = 0;        // memory traffic of a memory-bound op (read + write)
   Count m = 0, n = 0, k = 0, batch = 1;  // GEMM: batch independent (m x k)(k x n) products
+  bool grouped = false;   // GEMM: the batch products have weights of their own (MoE experts), not one batched kernel
   Group group = Group::None;
   Collective collective = Collective::None;
   Bytes message = 0;      // collective: bytes per rank in nccl-tests' "size" sense (full buffer)

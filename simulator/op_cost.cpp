@@ -34,7 +34,8 @@ double OpPricer::gemm_efficiency(Count m, Count n, Count k, Count batch) const {
   return std::max(eff, 1e-3);
 }
 
-Seconds OpPricer::gemm_time(Count m, Count n, Count k, Count batch) const {
+Seconds OpPricer::gemm_time(Count m, Count n, Count k, Count batch, bool grouped) const {
+  if (grouped && batch > 1) return double(batch) * gemm_time(m, n, k, 1, false);
   const Flops f = 2.0 * double(m) * double(n) * double(k) * double(batch);
   // Roofline: a GEMM also has to read its inputs and write its output once.
   const Bytes traffic = double(batch) * ((double(m) * double(k) + double(k) * double(n)) * gemm_in_bytes_ +
@@ -107,7 +108,7 @@ Seconds OpPricer::collective(Group g, Collective c, Bytes message) const {
 Seconds OpPricer::time(const Op& op) const {
   switch (op.kind) {
     case OpKind::Gemm:
-      return gemm_time(op.m, op.n, op.k, op.batch) + op.cast_bytes / (hw_.memory_bandwidth * hw_.memory_efficiency);
+      return gemm_time(op.m, op.n, op.k, op.batch, op.grouped) + op.cast_bytes / (hw_.memory_bandwidth * hw_.memory_efficiency);
     case OpKind::Attention: return attention_time(op);
     case OpKind::Memory:
       return std::max(kMinKernelTime, op.bytes / (hw_.memory_bandwidth * hw_.memory_efficiency));

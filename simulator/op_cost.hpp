@@ -22,7 +22,9 @@ class OpPricer {
   OpPricer(const HardwareProfile& hw, const Layout& layout, Dtype dtype, AttentionKernel kernel = AttentionKernel::Default);
 
   Seconds time(const Op& op) const;
-  Seconds gemm_time(Count m, Count n, Count k, Count batch) const;
+  // grouped: the batch products have their own weights (MoE experts' grouped GEMM), each priced as
+  // a GEMM of its own; otherwise one batched kernel, priced as one GEMM of batch x m rows.
+  Seconds gemm_time(Count m, Count n, Count k, Count batch, bool grouped = false) const;
   Seconds attention_time(const Op& op) const;
   Seconds collective(Group g, Collective c, Bytes message) const;
   double gemm_efficiency(Count m, Count n, Count k, Count batch) const;

@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <string>
 
 #include "models/layout.hpp"
 #include "models/model_zoo.hpp"
@@ -85,4 +86,32 @@ TEST_CASE("fp8 GEMMs from the measured table lose the input quantization TensorR
   // bf16 measures F.linear alone: taken as measured.
   const OpPricer bf16(hw, l, Dtype::BF16);
   CHECK(bf16.gemm_time(8192, 8192, 8192, 1) == doctest::Approx(*tables.gemm_time(Dtype::BF16, 8192, 8192, 8192)));
+}
+
+TEST_CASE("experts' grouped GEMMs are priced one expert at a time, a batched kernel as one GEMM of all its rows") {
+  const HardwareProfile hw = load_hardware("h100-sxm-80g");
+  const OpPricer pricer(hw, Layout{}, Dtype::BF16);
+  // 16 local experts of 2048 tokens each: each its own 2048 x 1536 x 2048 GEMM, less efficient than
+  // one 32768-row GEMM sharing a single weight.
+  const Seconds grouped = pricer.gemm_time(2048, 1536, 2048, 16, true);
+  CHECK(grouped == doctest::Approx(16 * pricer.gemm_time(2048, 1536, 2048, 1)));
+  CHECK(grouped > pricer.gemm_time(2048, 1536, 2048, 16, false));
+  // The step program marks the experts' GEMMs (and their backward GEMMs) grouped, nothing else.
+  const ModelSpec moe = load_model("qwen3-30b-a3b");
+  Layout l;
+  l.dp = 8;
+  l.ep = 8;
+  Workload w;
+  w.seq = 4096;
+  w.global_batch = 8;
+  validate_layout(moe, l, w, 8);
+  const StepProgram p = expand_step_program(moe, l, w);
+  int grouped_ops = 0;
+  for (const auto* ops : {&p.moe_layer.forward, &p.moe_layer.backward})
+    for (const Op& op : *ops) {
+      const std::string name = op.name;
+      if (op.grouped) ++grouped_ops;
+      if (op.kind == OpKind::Gemm) CHECK(op.grouped == (name == "expert_up" || name == "expert_down"));
+    }
+  CHECK(grouped_ops == 6);  // up and down, forward, and their two backward GEMMs each
 }
