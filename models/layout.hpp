@@ -154,6 +154,10 @@ struct Workload {
   // --no-overlap-p2p-communication). Non-interleaved 1F1B always blocks (arguments.py turns it
   // off), as does DeepSpeed's pipeline engine. See p2p_overlapped().
   bool overlap_p2p_comm = true;
+  // MoE all-to-all hidden behind the compute of another micro-batch (Megatron-Core's
+  // --overlap-moe-expert-parallel-comm, off by default; DeepSeek-V3's DualPipe, its report section
+  // 3.2.1): the dispatch and combine pay only what the compute cannot cover and their hiding cost.
+  bool overlap_moe_ep_comm = false;
   Framework framework = Framework::Megatron;
   // Adam's two moments in bf16 instead of fp32 (Megatron-Core's precision-aware optimizer,
   // --exp-avg-dtype/--exp-avg-sq-dtype bf16; DeepSeek-V3 trains so, its report section 3.3).

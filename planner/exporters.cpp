@@ -206,6 +206,7 @@ std::string export_megatron(const Scenario& s) {
   else flag("--attention-backend", attention_kernel_of(s.work) == AttentionKernel::TeFused ? "fused" : "flash");
   if (s.work.mtp_layers > 0) flag("--mtp-num-layers", n(s.work.mtp_layers));
   if (!s.work.overlap_p2p_comm && l.vpp > 1) flag("--no-overlap-p2p-communication");
+  if (s.work.overlap_moe_ep_comm && l.ep > 1) flag("--overlap-moe-expert-parallel-comm");
   if (s.work.bf16_adam_moments) {
     flag("--use-precision-aware-optimizer");
     flag("--exp-avg-dtype", "bf16");

@@ -78,6 +78,18 @@ Seconds collective_time(Collective c, Bytes message, const GroupPlacement& where
     if (const KernelTables* tables = kernel_tables_for(hw.name))
       if (auto t = tables->collective_time(c, where.size, message)) return *t;
   const CollectiveCurve& curve = where.crosses_nodes ? hw.inter_node : hw.intra_node;
+  // All-to-all across nodes: every GPU sends each peer its own share directly, so the share bound
+  // for other nodes, (n - r)/n of the message with r ranks per node, leaves through this GPU's own
+  // NIC while the (r - 1)/n for its node's peers goes over NVLink at the same time. (The ring
+  // collectives below cross a node boundary only at ring edges, spread over every NIC of the node.)
+  if (where.crosses_nodes && c == Collective::AllToAll) {
+    const double n = where.size, r = std::max(1, where.ranks_per_node);
+    const Bytes off_node = message * (n - r) / n, on_node = message * (r - 1) / n;
+    const double net = curve.peak_busbw * off_node / (off_node + curve.half_size);
+    const double nvlink = hw.intra_node.peak_busbw * on_node / (on_node + hw.intra_node.half_size);
+    const Seconds latency = std::max(curve.latency, ring_latency(Collective::AllGather, where));
+    return latency + std::max(off_node / net, on_node > 0 ? on_node / nvlink : 0.0);
+  }
   double peak = curve.peak_busbw;
   if (where.crosses_nodes && c != Collective::SendRecv && c != Collective::RingExchange)
     peak = std::min(hw.intra_node.peak_busbw, curve.peak_busbw * where.ranks_per_node);

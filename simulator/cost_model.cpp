@@ -70,7 +70,7 @@ LayerOpCosts price_layers(const ModelSpec& model, const OpPricer& pricer, const 
 
 LayerOpCosts layer_costs(const ModelSpec& model, const HardwareProfile& hw, const Workload& work, const Layout& l,
                        const StepProgram& prog) {
-  return price_layers(model, OpPricer(hw, l, work.dtype, attention_kernel_of(work)), l, prog);
+  return price_layers(model, OpPricer::of(hw, l, work), l, prog);
 }
 
 static std::vector<StageTime> stage_times_priced(const ModelSpec& model, const HardwareProfile& hw, const Workload& work,
@@ -79,13 +79,13 @@ static std::vector<StageTime> stage_times_priced(const ModelSpec& model, const H
 
 std::vector<StageTime> stage_times(const ModelSpec& model, const HardwareProfile& hw, const Workload& work,
                                    const Layout& l, const StepProgram& prog) {
-  const OpPricer pricer(hw, l, work.dtype, attention_kernel_of(work));
+  const OpPricer pricer = OpPricer::of(hw, l, work);
   return stage_times_priced(model, hw, work, l, prog, pricer, price_layers(model, pricer, l, prog));
 }
 
 std::vector<StageTime> stage_times(const ModelSpec& model, const HardwareProfile& hw, const Workload& work,
                                    const Layout& l, const StepProgram& prog, const LayerOpCosts& layers) {
-  return stage_times_priced(model, hw, work, l, prog, OpPricer(hw, l, work.dtype, attention_kernel_of(work)), layers);
+  return stage_times_priced(model, hw, work, l, prog, OpPricer::of(hw, l, work), layers);
 }
 
 // The stage times from one pricer (built once per call above, not once per part).
@@ -267,7 +267,7 @@ Prediction predict(const ModelSpec& model, const HardwareProfile& hw, const Work
   }
   const StageTime& b = p.stage_time[slow];
   {
-    const OpPricer pricer(hw, l, work.dtype, attention_kernel_of(work));
+    const OpPricer pricer = OpPricer::of(hw, l, work);
     const StageProgram& st = prog.stages[slow];
     std::map<OpClass, Seconds> by_class;
     auto add = [&](const std::vector<Op>& ops, double times) {

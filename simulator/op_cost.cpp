@@ -21,6 +21,12 @@ OpPricer::OpPricer(const HardwareProfile& hw, const Layout& layout, Dtype dtype,
   table_gemms_ = tables_ && (table_dtype_ == Dtype::BF16 || table_dtype_ == Dtype::FP8);
 }
 
+OpPricer OpPricer::of(const HardwareProfile& hw, const Layout& layout, const Workload& work) {
+  OpPricer p(hw, layout, work.dtype, attention_kernel_of(work));
+  p.ep_overlap_ = work.overlap_moe_ep_comm;
+  return p;
+}
+
 double OpPricer::gemm_efficiency(Count m, Count n, Count k, Count batch) const {
   const auto& e = hw_.gemm;
   auto s = [&](Count x) { return double(x) / (double(x) + e.half_dim); };

@@ -20,6 +20,8 @@ class OpPricer {
   // kernel: the flash-attention kernel attention ops run (attention_kernel_of(workload));
   // Default prices TransformerEngine's fused attention.
   OpPricer(const HardwareProfile& hw, const Layout& layout, Dtype dtype, AttentionKernel kernel = AttentionKernel::Default);
+  // The pricer of a workload's ops: its dtype, attention kernel and EP overlap.
+  static OpPricer of(const HardwareProfile& hw, const Layout& layout, const Workload& work);
 
   Seconds time(const Op& op) const;
   // grouped: the batch products have their own weights (MoE experts' grouped GEMM), each priced as
@@ -29,6 +31,7 @@ class OpPricer {
   Seconds collective(Group g, Collective c, Bytes message) const;
   double gemm_efficiency(Count m, Count n, Count k, Count batch) const;
   const HardwareProfile& hardware() const { return hw_; }
+  bool ep_overlap() const { return ep_overlap_; }
   const GroupPlacement& placement(Group g) const { return placements_[static_cast<int>(g)]; }
 
  private:
@@ -37,6 +40,7 @@ class OpPricer {
   double gemm_in_bytes_ = 2, gemm_out_bytes_ = 2;  // element widths of a GEMM's inputs and output
   FlopsPerSec attention_peak_;
   AttentionKernel attention_kernel_ = AttentionKernel::TeFused;
+  bool ep_overlap_ = false;  // Workload::overlap_moe_ep_comm
   // Measured kernel prices of this GPU (kernel_tables_for), or null: then the profile's priors.
   const KernelTables* tables_ = nullptr;
   Dtype table_dtype_ = Dtype::BF16;  // the table a GEMM of the run's dtype is read from

@@ -68,6 +68,13 @@ OpListCost price_op_list(const std::vector<Op>& ops, size_t recompute_ops, const
   }
   c.cp_exposed += pending_ring;
   const HardwareProfile& hw = pricer.hardware();
+  // EP all-to-all overlapped with another micro-batch's compute (Workload::overlap_moe_ep_comm):
+  // what this list's compute, the same amount of work, cannot cover, and the hiding cost.
+  if (pricer.ep_overlap() && c.ep > 0) {
+    const Seconds raw = c.ep;
+    c.ep = overlap::with_hiding_cost(raw, c.compute, hw.overlap_slowdown,
+                                     [&](Seconds w) { return overlap::exposed_behind(raw, w); });
+  }
   c.tp_exposed = overlap::with_hiding_cost(c.tp_raw, tp_hidable, hw.overlap_slowdown, [&](Seconds w) {
     return overlap::exposed_tp(c.tp_raw, w, tp_overlap);
   });

@@ -47,7 +47,7 @@ void add_list(std::vector<ListedOp>& out, const OpPricer& pricer, int stage, con
 }  // namespace
 
 std::vector<ListedOp> list_ops(const HardwareProfile& hw, const Workload& work, const Layout& l, const StepProgram& prog) {
-  const OpPricer pricer(hw, l, work.dtype, attention_kernel_of(work));
+  const OpPricer pricer = OpPricer::of(hw, l, work);
   const Count m = prog.micro_batches;
   const int v = l.virtual_stages();
   std::vector<ListedOp> out;

@@ -33,7 +33,7 @@ LayerCosts price_layer(const LayerProgram& layer, const OpPricer& pricer, bool t
 
 PipelineInputs pipeline_inputs(const ModelSpec& model, const HardwareProfile& hw, const Workload& work,
                                const Layout& l, const StepProgram& prog) {
-  const OpPricer pricer(hw, l, work.dtype, attention_kernel_of(work));
+  const OpPricer pricer = OpPricer::of(hw, l, work);
   const bool split = splits_weight_grad(l.schedule);
   const LayerCosts dense = price_layer(prog.dense_layer, pricer, l.tp_overlap, split);
   LayerCosts moe;

@@ -24,6 +24,8 @@ struct Codebase {
   const char* loss_source = "";
   int train_metric_passes = 0;  // Workload::train_metric_passes
   const char* metrics_source = "";
+  bool ep_overlap = false;  // Workload::overlap_moe_ep_comm
+  const char* ep_overlap_source = "";
 };
 const Codebase kCodebases[] = {
     {"megatron-lm", Framework::Megatron, false, false, "Megatron-LM / Megatron-Core, NeMo and Megatron-Bridge recipes"},
@@ -48,7 +50,10 @@ const Codebase kCodebases[] = {
     {"megascale", Framework::Megatron, false, false, "MegaScale is built on Megatron-LM (Jiang et al. 2024, arXiv 2402.15627)",
      AttentionKernel::Flash2, "MegaScale section 3.2: 'For the attention part, we adopt FlashAttention-2'"},
     {"meta-internal", Framework::Megatron, false, false, "Megatron-style 4D parallelism (Llama 3 report, section 3.3)"},
-    {"deepseek-internal", Framework::Megatron, false, false, "HAI-LLM, Megatron-style parallelism (DeepSeek-V3 report, 3.2)"},
+    {"deepseek-internal", Framework::Megatron, false, false, "HAI-LLM, Megatron-style parallelism (DeepSeek-V3 report, 3.2)",
+     AttentionKernel::Default, "", CrossEntropy::Default, "", 0, "", true,
+     "DeepSeek-V3 report 3.2.1: DualPipe overlaps each chunk pair's computation with its all-to-all and pipeline "
+     "communication, 'both all-to-all and PP communication can be fully hidden'"},
     {"other", Framework::Megatron, false, false, "no codebase stated: Megatron-Core's behaviour, the common reference"},
 };
 
@@ -205,6 +210,7 @@ RunSettings run_settings(const RunFacts& f, int pp, int zero) {
     today = c.attention_kernel;
     s.cross_entropy = c.cross_entropy;
     s.train_metric_passes = c.train_metric_passes;
+    s.overlap_moe_ep_comm = c.ep_overlap;
   }
   if (today == AttentionKernel::Default) today = framework_traits(s.framework).attention_kernel;
   s.attention_kernel = dated_kernel(f, today);

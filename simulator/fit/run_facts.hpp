@@ -35,6 +35,7 @@ struct RunSettings {
   AttentionKernel attention_kernel = AttentionKernel::Default;
   CrossEntropy cross_entropy = CrossEntropy::Default;  // the codebase's loss (Default: its framework's)
   int train_metric_passes = 0;                         // Workload::train_metric_passes
+  bool overlap_moe_ep_comm = false;                    // Workload::overlap_moe_ep_comm
   bool dp_overlap = true;
   bool tp_overlap = false;
   // Megatron-LM since 2025 (and Megatron-Bridge) counts causal attention at half in its model

@@ -241,6 +241,7 @@ Scenario scenario_from_row(const CsvTable& t, size_t r, const HardwareLookup& lo
   s.work.cross_entropy = settings.cross_entropy;
   s.work.train_metric_passes = settings.train_metric_passes;
   s.work.overlap_p2p_comm = settings.overlap_p2p_comm;
+  s.work.overlap_moe_ep_comm = settings.overlap_moe_ep_comm;
   if (!settings.dp_overlap) l.dp_overlap = DpOverlap::None;
   // TP communication overlap (Megatron's --tp-comm-overlap, which needs sequence parallelism;
   // torchtitan's Async TP, which runs on its sequence-parallel plan).

@@ -33,6 +33,8 @@ void ScenarioFlags::add_to(CLI::App& app, bool with_layout) {
   app.add_flag("--no-overlap-p2p-communication", no_overlap_p2p,
                "pipeline sends block their stage under the interleaved schedule (Megatron's flag; by default "
                "megatron overlaps them with the next chunk's compute)");
+  app.add_flag("--overlap-moe-expert-parallel-comm", overlap_moe_ep,
+               "hide the MoE all-to-all behind another micro-batch's compute (Megatron's flag; DeepSeek's DualPipe)");
   app.add_option("--cross-entropy", cross_entropy,
                  "megatron | torch | flash-attn: the loss's implementation and the logits copies it holds "
                  "(default: the framework's; torchtitan: torch, the others: megatron)");
@@ -138,6 +140,7 @@ Scenario ScenarioFlags::resolve(bool with_layout) const {
   if (!cross_entropy.empty()) s.work.cross_entropy = parse_cross_entropy(cross_entropy);
   if (train_metric_passes) s.work.train_metric_passes = *train_metric_passes;
   if (no_overlap_p2p) s.work.overlap_p2p_comm = false;
+  if (overlap_moe_ep) s.work.overlap_moe_ep_comm = true;
   if (!framework.empty()) s.work.framework = parse_framework(framework);
   if (!adam_moments.empty()) s.work.bf16_adam_moments = parse_adam_moments(adam_moments);
   if (fp8_activation_input_store) s.work.fp8_activation_input_store = true;

@@ -17,7 +17,7 @@ struct ScenarioFlags {
   std::optional<BytesPerSec> network_bandwidth, intra_node_bandwidth;
   std::optional<int> gpus, gpus_per_node, tp, pp, vpp, cp, ep, etp, zero, first_stage_layers, last_stage_layers, mtp_layers, train_metric_passes;
   std::optional<long long> seq, global_batch, micro_batch;
-  bool sp = false, no_sp = false, tp_overlap = false, no_overlap_p2p = false, no_flash_attention = false, fp8_activation_input_store = false;
+  bool sp = false, no_sp = false, tp_overlap = false, no_overlap_p2p = false, overlap_moe_ep = false, no_flash_attention = false, fp8_activation_input_store = false;
   bool embedding_in_split = false, loss_in_split = false;
 
   // with_layout: add the layout flags (predict, simulate); plan has its own search flags.
