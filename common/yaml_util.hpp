@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "common/error.hpp"
@@ -29,6 +30,16 @@ YamlDoc load_yaml_file(const std::string& path);
 [[noreturn]] void yaml_field_error(const YamlDoc& doc, const YAML::Node& node, const std::string& field,
                                    const std::string& message);
 
+// What a field of type T must hold, for messages.
+template <typename T>
+std::string yaml_type_name() {
+  if constexpr (std::is_same_v<T, bool>) return "true or false (allowed: true, false)";
+  else if constexpr (std::is_integral_v<T>) return "a whole number";
+  else if constexpr (std::is_floating_point_v<T>) return "a number";
+  else if constexpr (std::is_same_v<T, std::string>) return "text";
+  else return "the expected type";
+}
+
 // Typed access: `required` throws when the field is missing or of the wrong type.
 template <typename T>
 T required(const YamlDoc& doc, const YAML::Node& parent, const std::string& field) {
@@ -37,7 +48,7 @@ T required(const YamlDoc& doc, const YAML::Node& parent, const std::string& fiel
   try {
     return n.as<T>();
   } catch (const YAML::Exception&) {
-    yaml_field_error(doc, n, field, "cannot read '" + YAML::Dump(n) + "' as the expected type");
+    yaml_field_error(doc, n, field, "cannot read '" + YAML::Dump(n) + "' as " + yaml_type_name<T>());
   }
 }
 
@@ -48,7 +59,7 @@ T optional(const YamlDoc& doc, const YAML::Node& parent, const std::string& fiel
   try {
     return n.as<T>();
   } catch (const YAML::Exception&) {
-    yaml_field_error(doc, n, field, "cannot read '" + YAML::Dump(n) + "' as the expected type");
+    yaml_field_error(doc, n, field, "cannot read '" + YAML::Dump(n) + "' as " + yaml_type_name<T>());
   }
 }
 

@@ -220,3 +220,11 @@ TEST_CASE("small lies: a plan keeps its bandwidth override and calibrate --from-
   REQUIRE(std::filesystem::exists(profile));
   CHECK(run_sixfold("predict --model llama3-8b --hardware " + profile).code == 0);
 }
+
+TEST_CASE("plan and scenario files: a true/false field holding something else names what is allowed") {
+  const std::string head = "model: llama3-8b\nhardware: h100-sxm-80g\ngpus: 8\nlayout: {dp: 8}\n";
+  for (const char* field : {"flash_attention", "overlap_p2p_comm", "overlap_moe_expert_parallel_comm"}) {
+    const std::string plan = write_temp("bool.yaml", head + "workload: {seq: 4096, global_batch: 8, " + field + ": maybe}\n");
+    expect("predict --plan " + plan, 1, {std::string("field '") + field + "': cannot read 'maybe' as true or false (allowed: true, false)"});
+  }
+}

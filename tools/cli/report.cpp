@@ -32,6 +32,13 @@ std::string scenario_header(const Scenario& s) {
          (s.work.mtp_layers > 0 ? ", " + std::to_string(s.work.mtp_layers) + " MTP depth(s)" : "") +
          (s.work.fp8_activation_input_store ? ", SwiGLU input stored in fp8" : "") +
          (s.work.bf16_adam_moments ? ", bf16 Adam moments" : "") +
+         (!s.work.flash_attention ? ", unfused attention"
+          : s.work.attention_kernel != AttentionKernel::Default ? ", attention " + to_string(s.work.attention_kernel)
+                                                                : "") +
+         (s.work.cross_entropy != CrossEntropy::Default ? ", " + to_string(s.work.cross_entropy) + " cross-entropy" : "") +
+         (s.work.train_metric_passes > 0 ? ", " + std::to_string(s.work.train_metric_passes) + " metric passes" : "") +
+         (!s.work.overlap_p2p_comm ? ", blocking pipeline sends" : "") +
+         (s.work.overlap_moe_ep_comm ? ", MoE all-to-all overlapped" : "") +
          (s.work.framework != Framework::Megatron ? ", as " + to_string(s.work.framework) + " runs it" : "");
 }
 
