@@ -548,6 +548,9 @@ constexpr HeadNames kMtpHead{"mtp_final_norm", "mtp_head_allgather", "mtp_lm_hea
 //   Megatron's; it keeps the fp32 log-softmax.
 // - flash-attn's fused cross-entropy: one pass over the low-precision logits (online softmax) that
 //   keeps them and the log-sum-exp; its backward reads them and writes the gradient (a + a).
+// Bytes of the multi-kernel fp32 loss's forward per logit (Megatron's and F.cross_entropy's, above).
+double fp32_loss_forward_bytes(Count a) { return double(a + 36); }
+
 void add_output_head(std::vector<Op>& ops, const Layout& l, const Dims& d, Count vocab_rank, const HeadNames& n,
                      CrossEntropy ce) {
   const Count T = d.tokens, Ts = d.sp_tokens, h = d.h, a = d.act;
@@ -557,7 +560,7 @@ void add_output_head(std::vector<Op>& ops, const Layout& l, const Dims& d, Count
   const double logits = double(T) * double(vocab_rank);
   Op loss = ce == CrossEntropy::FlashAttnFused
                 ? with_saved(memory(n.loss, OpClass::Loss, Bytes(logits * a)), Bytes(logits * a) + Bytes(T * 4))
-                : with_saved(memory(n.loss, OpClass::Loss, Bytes(logits * (a + 36))), Bytes(logits * 4));
+                : with_saved(memory(n.loss, OpClass::Loss, Bytes(logits * fp32_loss_forward_bytes(a))), Bytes(logits * 4));
   loss.backward_bytes = ce == CrossEntropy::FlashAttnFused ? Bytes(logits * 2 * a) : Bytes(logits * (20 + a));
   ops.push_back(loss);
   if (l.tp > 1) ops.push_back(collective(n.loss_allreduce, Group::TP, Collective::AllReduce, Bytes(3 * T * 4), l.tp));
@@ -653,7 +656,7 @@ StepProgram expand_step_program(const ModelSpec& m, const Layout& l, const Workl
     if (st.last && w.train_metric_passes > 0) {
       // The training metrics' cross-entropy forwards on the logits after the backward, each with
       // F.cross_entropy's traffic on upcast logits (add_output_head); no gradient.
-      Op metrics = memory("train_metrics", OpClass::Loss, Bytes(double(T) * double(vocab_rank) * double(a + 36) * w.train_metric_passes));
+      Op metrics = memory("train_metrics", OpClass::Loss, Bytes(double(T) * double(vocab_rank) * fp32_loss_forward_bytes(a) * w.train_metric_passes));
       metrics.backward = true;
       st.post_backward.push_back(metrics);
     }

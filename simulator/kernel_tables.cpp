@@ -47,6 +47,13 @@ std::string need_string(const YamlDoc& doc, const YAML::Node& parent, const std:
   return n.Scalar();
 }
 
+bool need_bool(const YamlDoc& doc, const YAML::Node& parent, const std::string& key, const std::string& path) {
+  YAML::Node n = need(doc, parent, key, path, YAML::NodeType::Scalar);
+  if (n.Scalar() != "true" && n.Scalar() != "false")
+    yaml_field_error(doc, n, path, "got '" + n.Scalar() + "', allowed: true, false");
+  return n.Scalar() == "true";
+}
+
 double as_number(const YamlDoc& doc, const YAML::Node& n, const std::string& path) {
   if (!n.IsScalar()) yaml_field_error(doc, n, path, "got '" + dump(n) + "', allowed: a number");
   try {
@@ -235,10 +242,7 @@ KernelTables KernelTables::parse(const std::string& yaml_text, const std::string
 
   if (YAML::Node att = root["attention"]) {
     t.attention_source_ = read_source(doc, att, "attention");
-    YAML::Node causal = need(doc, att, "causal", "attention.causal", YAML::NodeType::Scalar);
-    if (causal.Scalar() != "true" && causal.Scalar() != "false")
-      yaml_field_error(doc, causal, "attention.causal", "got '" + causal.Scalar() + "', allowed: true, false");
-    t.attention_.causal = causal.Scalar() == "true";
+    t.attention_.causal = need_bool(doc, att, "causal", "attention.causal");
     t.attention_.batch = read_axis(doc, att, "batch", "attention.batch");
     t.attention_.seq = read_axis(doc, att, "seq", "attention.seq");
     YAML::Node series = need(doc, att, "series", "attention.series", YAML::NodeType::Sequence);
@@ -308,10 +312,7 @@ KernelTables KernelTables::parse(const std::string& yaml_text, const std::string
       if (kernel.Scalar() == "flash-attention-1") s.kernel = AttentionKernel::Flash1;
       else if (kernel.Scalar() == "flash-attention-2") s.kernel = AttentionKernel::Flash2;
       else yaml_field_error(doc, kernel, p + ".kernel", "got '" + kernel.Scalar() + "', allowed: flash-attention-1, flash-attention-2");
-      const YAML::Node causal = need(doc, n, "causal", p + ".causal", YAML::NodeType::Scalar);
-      if (causal.Scalar() != "true" && causal.Scalar() != "false")
-        yaml_field_error(doc, causal, p + ".causal", "got '" + causal.Scalar() + "', allowed: true, false");
-      s.causal = causal.Scalar() == "true";
+      s.causal = need_bool(doc, n, "causal", p + ".causal");
       s.head_dim = as_positive_count(doc, need(doc, n, "head_dim", p + ".head_dim", YAML::NodeType::Scalar), p + ".head_dim");
       for (const auto& other : tt.series)
         if (other.kernel == s.kernel && other.causal == s.causal && other.head_dim == s.head_dim)

@@ -48,7 +48,7 @@ OpListCost price_op_list(const std::vector<Op>& ops, size_t recompute_ops, const
       if (pending_ring > 0) {
         if (op.overlaps_previous) {
           c.cp_exposed += overlap::with_hiding_cost(pending_ring, dt, pricer.hardware().overlap_slowdown,
-                                                    [&](Seconds w) { return overlap::exposed_cp(pending_ring, w); });
+                                                    [&](Seconds w) { return overlap::exposed_behind(pending_ring, w); });
         } else {
           c.cp_exposed += pending_ring;
         }

@@ -38,11 +38,10 @@ inline Seconds exposed_tp(Seconds tp_comm, Seconds hidable, bool tp_overlap) {
   return tp_overlap ? std::max(0.0, tp_comm - hidable) : tp_comm;
 }
 
-// A transfer that runs alongside compute it does not wait for: what the compute cannot cover.
+// A transfer that runs alongside compute it does not wait for: what the compute cannot cover. The
+// CP ring exchange beside the attention it feeds, an overlapped pipeline send beside the next
+// chunk, an overlapped MoE all-to-all beside the other micro-batch's compute.
 inline Seconds exposed_behind(Seconds transfer, Seconds compute) { return std::max(0.0, transfer - compute); }
-
-// CP ring exchange runs concurrently with the attention blocks it feeds.
-inline Seconds exposed_cp(Seconds ring, Seconds attention) { return std::max(0.0, ring - attention); }
 
 // Gradient reduction of one stage after its last micro-batch's backward (DDP skips the
 // reduction on earlier micro-batches). `chunks` reductions of comm_total/chunks each are issued

@@ -35,25 +35,39 @@ const Codebase kCodebases[] = {
     {"torchtitan", Framework::Torchtitan, true, true,
      "FSDP2/DTensor; activation_checkpoint.mode=selective defaults to op-level (selective_ac_option 'op'); "
      "training.batch_size is the local batch, split into one micro-batch per stage (pipeline_parallel_microbatches unset)"},
-    {"llm-foundry", Framework::Torchtitan, false, false,
-     "Composer's PyTorch FSDP (FULL_SHARD, one flat buffer per block, fp32 reduce) under autocast: FSDP's traits; "
-     "its activation checkpointing is per block",
-     AttentionKernel::Default, "", CrossEntropy::FlashAttnFused,
-     "llmfoundry/models/mpt/modeling_mpt.py: loss_fn defaults to 'fused_crossentropy', flash-attn's "
-     "flash_attn.losses.cross_entropy.CrossEntropyLoss",
-     2, "Composer (composer/trainer/trainer.py v0.16.4) updates the training metrics after every micro-batch; "
-        "MPT's are LanguageCrossEntropy and LanguagePerplexity (use_train_metrics defaults to true), each a "
-        "torch.nn.CrossEntropyLoss over the logits"},
+    {.name = "llm-foundry",
+     .framework = Framework::Torchtitan,
+     .selective_is_op_level = false,
+     .local_batch_semantics = false,
+     .why = "Composer's PyTorch FSDP (FULL_SHARD, one flat buffer per block, fp32 reduce) under autocast: FSDP's "
+            "traits; its activation checkpointing is per block",
+     .cross_entropy = CrossEntropy::FlashAttnFused,
+     .loss_source = "llmfoundry/models/mpt/modeling_mpt.py: loss_fn defaults to 'fused_crossentropy', flash-attn's "
+                    "flash_attn.losses.cross_entropy.CrossEntropyLoss",
+     .train_metric_passes = 2,
+     .metrics_source = "Composer (composer/trainer/trainer.py v0.16.4) updates the training metrics after every "
+                       "micro-batch; MPT's are LanguageCrossEntropy and LanguagePerplexity (use_train_metrics "
+                       "defaults to true), each a torch.nn.CrossEntropyLoss over the logits"},
     // OPT trained with FSDP (fairscale) over Megatron tensor parallelism and Megatron's
     // vocab-parallel cross-entropy (metaseq/model_parallel): Megatron's traits, per-layer gathers.
     {"metaseq", Framework::Megatron, false, false, "FSDP over Megatron tensor parallelism"},
-    {"megascale", Framework::Megatron, false, false, "MegaScale is built on Megatron-LM (Jiang et al. 2024, arXiv 2402.15627)",
-     AttentionKernel::Flash2, "MegaScale section 3.2: 'For the attention part, we adopt FlashAttention-2'"},
+    {.name = "megascale",
+     .framework = Framework::Megatron,
+     .selective_is_op_level = false,
+     .local_batch_semantics = false,
+     .why = "MegaScale is built on Megatron-LM (Jiang et al. 2024, arXiv 2402.15627)",
+     .attention_kernel = AttentionKernel::Flash2,
+     .kernel_source = "MegaScale section 3.2: 'For the attention part, we adopt FlashAttention-2'"},
     {"meta-internal", Framework::Megatron, false, false, "Megatron-style 4D parallelism (Llama 3 report, section 3.3)"},
-    {"deepseek-internal", Framework::Megatron, false, false, "HAI-LLM, Megatron-style parallelism (DeepSeek-V3 report, 3.2)",
-     AttentionKernel::Default, "", CrossEntropy::Default, "", 0, "", true,
-     "DeepSeek-V3 report 3.2.1: DualPipe overlaps each chunk pair's computation with its all-to-all and pipeline "
-     "communication, 'both all-to-all and PP communication can be fully hidden'"},
+    {.name = "deepseek-internal",
+     .framework = Framework::Megatron,
+     .selective_is_op_level = false,
+     .local_batch_semantics = false,
+     .why = "HAI-LLM, Megatron-style parallelism (DeepSeek-V3 report, 3.2)",
+     .ep_overlap = true,
+     .ep_overlap_source = "DeepSeek-V3 report 3.2.1: DualPipe overlaps each chunk pair's computation with its "
+                          "all-to-all and pipeline communication, 'both all-to-all and PP communication can be fully "
+                          "hidden'"},
     {"other", Framework::Megatron, false, false, "no codebase stated: Megatron-Core's behaviour, the common reference"},
 };
 
