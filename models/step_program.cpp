@@ -1,5 +1,8 @@
 #include "models/step_program.hpp"
 
+#include <optional>
+#include <stdexcept>
+
 #include <algorithm>
 #include <string>
 #include <string_view>
@@ -571,14 +574,14 @@ void add_output_head(std::vector<Op>& ops, const Layout& l, const Dims& d, Count
 // also holds the first), enorm and hnorm, the 2h -> h projection, a transformer layer like the
 // model's last, the final norm, the shared output head and its cross-entropy. The layer keeps what
 // the recompute policy keeps of any layer and re-runs what it re-runs.
-void add_mtp(StageProgram& st, const ModelSpec& m, const Layout& l, const Workload& w, const Dims& d,
-             const StepProgram& prog) {
+void add_mtp(StageEdges& st, bool first, const ModelSpec& m, const Layout& l, const Workload& w, const Dims& d,
+             const ProgramParts& parts) {
   if (w.mtp_layers <= 0) return;
   const Count T = d.tokens, Ts = d.sp_tokens, h = d.h, a = d.act;
   const Count vocab_rank = (m.vocab + l.tp - 1) / l.tp;
   const Count norm_params = m.norm == NormKind::LayerNorm ? 2 * h : h;
-  const LayerProgram& layer = m.moe.enabled() && m.is_moe_layer(m.layers - 1) ? prog.moe_layer : prog.dense_layer;
-  if (!st.first) st.dense_params += vocab_rank * h;  // the embedding copy
+  const LayerProgram& layer = m.moe.enabled() && m.is_moe_layer(m.layers - 1) ? parts.moe : parts.dense;
+  if (!first) st.dense_params += vocab_rank * h;  // the embedding copy
   for (int depth = 0; depth < w.mtp_layers; ++depth) {
     std::vector<Op> head;  // what runs before and after the layer, priced and saved like the main head
     head.push_back(memory("mtp_embedding", OpClass::Embedding, Bytes(2 * T * h * a)));
@@ -607,20 +610,82 @@ void add_mtp(StageProgram& st, const ModelSpec& m, const Layout& l, const Worklo
   }
 }
 
+// The embedding on the first stage; the final norm, output head, loss, training metrics and MTP
+// on the last.
+StageEdges make_edges(const ModelSpec& m, const Layout& l, const Workload& w, const Dims& d, const ProgramParts& parts,
+                      bool first, bool last) {
+  StageEdges st;
+  const Count T = d.tokens, Ts = d.sp_tokens, h = d.h, a = d.act;
+  const Count vocab_rank = (m.vocab + l.tp - 1) / l.tp;
+  if (first) {
+    st.pre_forward.push_back(memory("embedding", OpClass::Embedding, Bytes(2 * T * h * a)));
+    tp_exit(st.pre_forward, d, "embed_allreduce", "embed_reducescatter");
+    if (m.dropout) st.pre_forward.push_back(with_saved(memory("embed_dropout", OpClass::Elementwise, Bytes(2 * Ts * h * a)), Bytes(Ts * h)));
+    st.dense_params += vocab_rank * h + (m.learned_positions ? Count(m.max_seq) * h : 0);
+  }
+  if (last) {
+    add_output_head(st.post_forward, l, d, vocab_rank, kMainHead, cross_entropy_of(w));
+    // Transient logits at the loss's peak: Megatron's fused loss holds the low-precision logits
+    // besides its fp32 copy; unfused F.cross_entropy's backward holds the fp32 gradient arriving
+    // at the log-softmax and the one it produces next to the saved log-softmax (2 x 4 bytes);
+    // flash-attn's fused loss writes one low-precision gradient next to the saved logits.
+    const CrossEntropy ce = cross_entropy_of(w);
+    st.logits_bytes = ce == CrossEntropy::TorchFp32 ? Bytes(T * vocab_rank * 8) : Bytes(T * vocab_rank * a);
+    const bool head_is_embedding_copy = m.tied_embeddings && first;  // one stage holds both
+    if (!head_is_embedding_copy) st.dense_params += vocab_rank * h;
+    st.dense_params += m.norm == NormKind::LayerNorm ? 2 * h : h;
+  }
+  for (const Op& op : st.pre_forward) st.pre_saved += op.saved;
+  for (const Op& op : st.post_forward) st.post_saved += op.saved;
+  for (auto it = st.pre_forward.rbegin(); it != st.pre_forward.rend(); ++it) add_backward(st.pre_backward, *it);
+  for (auto it = st.post_forward.rbegin(); it != st.post_forward.rend(); ++it) add_backward(st.post_backward, *it);
+  if (last && w.train_metric_passes > 0) {
+    // The training metrics' cross-entropy forwards on the logits after the backward, each with
+    // F.cross_entropy's traffic on upcast logits (add_output_head); no gradient.
+    Op metrics = memory("train_metrics", OpClass::Loss, Bytes(double(T) * double(vocab_rank) * fp32_loss_forward_bytes(a) * w.train_metric_passes));
+    metrics.backward = true;
+    st.post_backward.push_back(metrics);
+  }
+  if (last) add_mtp(st, first, m, l, w, d, parts);
+  return st;
+}
+
 }  // namespace
 
+std::shared_ptr<const ProgramParts> program_parts(const ModelSpec& m, const Layout& l, const Workload& w) {
+  const Dims d = make_dims(m, l, w);
+  auto out = std::make_shared<ProgramParts>();
+  out->dense = make_layer(m, l, w, d, false);
+  if (m.moe.enabled()) out->moe = make_layer(m, l, w, d, true);
+  // The stages this pipeline has: one that is both first and last, or a first, a last and middles.
+  for (bool last : {false, true})
+    for (bool first : {false, true})
+      if ((first && last) == (l.pp == 1)) out->edges[ProgramParts::edge_index(first, last)] = make_edges(m, l, w, d, *out, first, last);
+  return out;
+}
+
+bool same_program_parts(const Layout& a, const Layout& b) {
+  return a.tp == b.tp && a.cp == b.cp && a.ep == b.ep && a.etp == b.etp && a.sp == b.sp &&
+         a.micro_batch == b.micro_batch && a.recompute == b.recompute && a.recompute_modules == b.recompute_modules &&
+         (a.pp == 1) == (b.pp == 1);
+}
+
 StepProgram expand_step_program(const ModelSpec& m, const Layout& l, const Workload& w) {
+  return expand_step_program(m, l, w, program_parts(m, l, w));
+}
+
+StepProgram expand_step_program(const ModelSpec& m, const Layout& l, const Workload& w,
+                                std::shared_ptr<const ProgramParts> parts) {
   StepProgram prog;
   const Dims d = make_dims(m, l, w);
   prog.micro_batches = micro_batches_per_step(l, w);
   prog.tokens_per_micro_batch = d.tokens;
   prog.activation_bytes = d.act;
-  prog.dense_layer = make_layer(m, l, w, d, false);
-  if (m.moe.enabled()) prog.moe_layer = make_layer(m, l, w, d, true);
+  prog.parts = std::move(parts);
+  const ProgramParts& pp = *prog.parts;
 
-  const Count T = d.tokens, Ts = d.sp_tokens, h = d.h, a = d.act;
-  const Count vocab_rank = (m.vocab + l.tp - 1) / l.tp;
   const std::vector<int> counts = stage_layer_counts(m, l);
+  prog.stages.reserve(size_t(l.pp));
   int layer = 0;
   for (int s = 0; s < l.pp; ++s) {
     StageProgram st;
@@ -629,40 +694,15 @@ StepProgram expand_step_program(const ModelSpec& m, const Layout& l, const Workl
     st.last = s == l.pp - 1;
     st.layers = counts[s];
     for (int i = 0; i < counts[s]; ++i, ++layer) (m.is_moe_layer(layer) ? st.moe_layers : st.dense_layers)++;
-    st.dense_params = Count(st.dense_layers) * prog.dense_layer.dense_params + Count(st.moe_layers) * prog.moe_layer.dense_params;
-    st.expert_params = Count(st.moe_layers) * prog.moe_layer.expert_params;
-    if (st.first) {
-      st.pre_forward.push_back(memory("embedding", OpClass::Embedding, Bytes(2 * T * h * a)));
-      tp_exit(st.pre_forward, d, "embed_allreduce", "embed_reducescatter");
-      if (m.dropout) st.pre_forward.push_back(with_saved(memory("embed_dropout", OpClass::Elementwise, Bytes(2 * Ts * h * a)), Bytes(Ts * h)));
-      st.dense_params += vocab_rank * h + (m.learned_positions ? Count(m.max_seq) * h : 0);
-    }
-    if (st.last) {
-      add_output_head(st.post_forward, l, d, vocab_rank, kMainHead, cross_entropy_of(w));
-      // Transient logits at the loss's peak: Megatron's fused loss holds the low-precision logits
-      // besides its fp32 copy; unfused F.cross_entropy's backward holds the fp32 gradient arriving
-      // at the log-softmax and the one it produces next to the saved log-softmax (2 x 4 bytes);
-      // flash-attn's fused loss writes one low-precision gradient next to the saved logits.
-      const CrossEntropy ce = cross_entropy_of(w);
-      st.logits_bytes = ce == CrossEntropy::TorchFp32 ? Bytes(T * vocab_rank * 8) : Bytes(T * vocab_rank * a);
-      const bool head_is_embedding_copy = m.tied_embeddings && l.pp == 1;
-      if (!head_is_embedding_copy) st.dense_params += vocab_rank * h;
-      st.dense_params += m.norm == NormKind::LayerNorm ? 2 * h : h;
-    }
-    for (const Op& op : st.pre_forward) st.pre_saved += op.saved;
-    for (const Op& op : st.post_forward) st.post_saved += op.saved;
-    for (auto it = st.pre_forward.rbegin(); it != st.pre_forward.rend(); ++it) add_backward(st.pre_backward, *it);
-    for (auto it = st.post_forward.rbegin(); it != st.post_forward.rend(); ++it) add_backward(st.post_backward, *it);
-    if (st.last && w.train_metric_passes > 0) {
-      // The training metrics' cross-entropy forwards on the logits after the backward, each with
-      // F.cross_entropy's traffic on upcast logits (add_output_head); no gradient.
-      Op metrics = memory("train_metrics", OpClass::Loss, Bytes(double(T) * double(vocab_rank) * fp32_loss_forward_bytes(a) * w.train_metric_passes));
-      metrics.backward = true;
-      st.post_backward.push_back(metrics);
-    }
-    if (st.last) add_mtp(st, m, l, w, d, prog);
+    // Aliasing the parts: the stage keeps them alive without a copy.
+    const std::optional<StageEdges>& edges = pp.edges[ProgramParts::edge_index(st.first, st.last)];
+    if (!edges) throw std::logic_error("expand_step_program: parts built for another pipeline depth (same_program_parts)");
+    st.edges = std::shared_ptr<const StageEdges>(prog.parts, &*edges);
+    st.dense_params = Count(st.dense_layers) * pp.dense.dense_params + Count(st.moe_layers) * pp.moe.dense_params +
+                      st.edges->dense_params;
+    st.expert_params = Count(st.moe_layers) * pp.moe.expert_params + st.edges->expert_params;
     // Megatron sends the SP-sharded activation between stages (scatter-gather optimisation).
-    st.pp_send = collective("pp_send", Group::PP, Collective::SendRecv, Bytes((l.sp ? Ts : T) * h * a), 2);
+    st.pp_send = collective("pp_send", Group::PP, Collective::SendRecv, Bytes((l.sp ? d.sp_tokens : d.tokens) * d.h * d.act), 2);
     prog.stages.push_back(std::move(st));
   }
   return prog;

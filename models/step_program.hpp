@@ -4,6 +4,9 @@
 // executor runs the same list (DESIGN.md, "One idea holds it together").
 //
 // Ops are counted per rank: shapes already divided by tp, cp, sp, ep and etp as the layout shards them.
+#include <array>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -58,24 +61,43 @@ struct LayerProgram {
   Count expert_params = 0;           // parameters on this rank, replicated over the expert-data group
 };
 
+// What a pipeline stage runs besides its transformer layers, per micro-batch: the embedding on
+// the first stage; the final norm, output head, loss (and MTP) on the last.
+struct StageEdges {
+  std::vector<Op> pre_forward, pre_backward;    // embedding (first stage)
+  std::vector<Op> post_forward, post_backward;  // final norm, LM head, loss, MTP (last stage)
+  Bytes pre_saved = 0, post_saved = 0;          // per micro-batch
+  Bytes logits_bytes = 0;                       // transient logits/softmax of the loss
+  Count dense_params = 0, expert_params = 0;    // of these ops (embedding, head, MTP)
+};
+
 struct StageProgram {
   int stage = 0;
   int layers = 0;
   int dense_layers = 0;
   int moe_layers = 0;
   bool first = false, last = false;
-  std::vector<Op> pre_forward, pre_backward;    // embedding (first stage)
-  std::vector<Op> post_forward, post_backward;  // final norm, LM head, loss (last stage)
-  Bytes pre_saved = 0, post_saved = 0;          // per micro-batch
-  Bytes logits_bytes = 0;                       // transient logits/softmax of the loss
-  Count dense_params = 0;                       // incl. embedding/head on this stage
+  std::shared_ptr<const StageEdges> edges;  // never null
+  Count dense_params = 0;                   // incl. embedding/head on this stage
   Count expert_params = 0;
-  Op pp_send;                                   // activation send to the next stage (per micro-batch)
+  Op pp_send;                               // activation send to the next stage (per micro-batch)
+};
+
+// What every stage of a program is built from: the dense and MoE layer programs and the edges of
+// a stage by its place (those of the stages the pipeline has). They depend only on what
+// same_program_parts compares, so a search builds them once and expands every layout with the
+// same parts from them (program_parts).
+struct ProgramParts {
+  LayerProgram dense, moe;
+  std::array<std::optional<StageEdges>, 4> edges;
+  static size_t edge_index(bool first, bool last) { return size_t(first) + 2 * size_t(last); }
 };
 
 struct StepProgram {
-  LayerProgram dense_layer;
-  LayerProgram moe_layer;
+  // Shared, not copied: a search expands many layouts of one layer shape from the same parts.
+  std::shared_ptr<const ProgramParts> parts;
+  const LayerProgram& dense_layer() const { return parts->dense; }
+  const LayerProgram& moe_layer() const { return parts->moe; }
   std::vector<StageProgram> stages;  // one per pipeline stage (virtual chunks of a stage merged)
   Count micro_batches = 1;           // per pipeline per step
   Count tokens_per_micro_batch = 0;  // tokens of one micro-batch on one rank (b*s/cp)
@@ -85,6 +107,16 @@ struct StepProgram {
 // Expands model + layout + workload into the per-rank step program. Assumes a valid layout
 // (see validate_layout).
 StepProgram expand_step_program(const ModelSpec& model, const Layout& layout, const Workload& work);
+
+// The parts of a layout's program. They read only the fields same_program_parts compares.
+std::shared_ptr<const ProgramParts> program_parts(const ModelSpec& model, const Layout& layout, const Workload& work);
+// parts: program_parts of a layout with the same layer shape as this one.
+StepProgram expand_step_program(const ModelSpec& model, const Layout& layout, const Workload& work,
+                                std::shared_ptr<const ProgramParts> parts);
+// Whether two layouts have the same program parts, their ops' groups placed the same way: the
+// fields make_layer, the stage edges (whether the pipeline has one stage) and the groups of the
+// layer and edge ops (TP, CP, EP, expert TP; rank_mesh) depend on.
+bool same_program_parts(const Layout& a, const Layout& b);
 
 std::string to_string(OpClass c);
 std::string to_string(Group g);

@@ -1,9 +1,12 @@
 #include "planner/planner.hpp"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
+#include <deque>
 #include <optional>
 #include <thread>
+#include <tuple>
 
 #include "models/step_program.hpp"
 #include "simulator/cost_model.hpp"
@@ -80,45 +83,116 @@ Bytes peak_or_bound(const PlanRequest& rq, const Layout& l, const StepProgram& p
   return peak;
 }
 
-void search_mesh(const PlanRequest& rq, Bytes budget, const Mesh& mesh, WorkerOutput& out) {
+// What the meshes of one layer shape (tp, cp, ep, etp) share, per program key: the program parts
+// (layer programs and stage edges) and their prices. Meshes of a shape differ in dp, pp and the
+// stage split, which change none of them but for pp = 1 against pp > 1 (same_program_parts,
+// layer_list_costs, edge_costs).
+class ShapeCache {
+ public:
+  struct Entry {
+    Layout shape;  // a layout these parts belong to
+    std::shared_ptr<const ProgramParts> parts;
+    std::optional<LayerListCosts> lists;
+    std::array<std::optional<LayerOpCosts::Edges>, 4> edges;  // by ProgramParts::edge_index
+  };
+  void clear() { entries_.clear(); }
+  Entry& at(const PlanRequest& rq, const Layout& l) {
+    for (Entry& e : entries_)
+      if (same_program_parts(e.shape, l) && e.shape.tp_overlap == l.tp_overlap) return e;
+    entries_.push_back({l, program_parts(rq.model, l, rq.work), std::nullopt, {}});
+    return entries_.back();
+  }
+
+ private:
+  std::deque<Entry> entries_;  // a handful per shape (micro-batches x sp x recompute policies)
+};
+
+// The program's layer and edge prices, from the cache where an earlier mesh of the shape priced them.
+LayerOpCosts cached_layer_costs(const PlanRequest& rq, const OpPricer& pricer, const Layout& l, const StepProgram& prog,
+                                ShapeCache::Entry& e) {
+  if (!e.lists) e.lists = layer_list_costs(rq.model, pricer, l, prog);
+  LayerOpCosts c;
+  static_cast<LayerListCosts&>(c) = *e.lists;
+  for (const StageProgram& st : prog.stages) {
+    auto& edges = e.edges[ProgramParts::edge_index(st.first, st.last)];
+    if (!edges) edges = edge_costs(pricer, l, st);
+    c.stages.push_back(*edges);
+  }
+  return c;
+}
+
+void search_mesh(const PlanRequest& rq, Bytes budget, const Mesh& mesh, ShapeCache& cache, WorkerOutput& out) {
   const SearchOptions& o = rq.search;
   const auto keys = program_keys(rq.model, rq.work, mesh, o, out.pruned);
   const size_t policies = recompute_policies(rq.model, o).size();
+  // Group placements depend on the mesh alone, not on the program key or the variant.
+  std::optional<OpPricer> pricer;
+  // Per sp, recompute policy and variant: whether the layout exceeded the budget at the previous
+  // micro-batch size. A larger micro-batch holds at least as much (every activation, the logits and
+  // the workspaces grow with it; fewer micro-batches in flight never make up for it, since
+  // in-flight micro-batches times their size is capped by the replica's batch) and is skipped.
+  std::vector<Variant> previous_variants;
+  std::array<std::vector<std::vector<char>>, 2> previous_exceeds;
+  auto same_variant = [](const Variant& a, const Variant& b) {
+    return a.zero == b.zero && a.dp_overlap == b.dp_overlap && a.schedule == b.schedule && a.vpp == b.vpp &&
+           a.accounts_pipeline_split == b.accounts_pipeline_split;
+  };
   for (Count b : mesh.micro_batches) {
     const auto vs = variants(rq.model, rq.work, mesh, b, o, out.pruned);
     if (vs.empty()) continue;
-    // Per variant: whether the same layout with sp on exceeded the budget (indexed by recompute).
-    std::vector<std::vector<char>> sp_on_exceeds(policies, std::vector<char>(vs.size(), 0));
+    std::array<std::vector<std::vector<char>>, 2> exceeds;  // this micro-batch's, [sp][policy][variant]
+    for (int sp = 0; sp < 2; ++sp) {
+      exceeds[size_t(sp)].assign(policies, std::vector<char>(vs.size(), 0));
+      if (previous_exceeds[size_t(sp)].empty()) continue;
+      for (size_t i = 0; i < vs.size(); ++i)
+        for (size_t j = 0; j < previous_variants.size(); ++j)
+          if (same_variant(vs[i], previous_variants[j]))
+            for (size_t r = 0; r < policies; ++r) exceeds[size_t(sp)][r][i] = previous_exceeds[size_t(sp)][r][j];
+    }
+    const std::array<std::vector<std::vector<char>>, 2> smaller_exceeds = exceeds;
     for (bool sp : {true, false}) {
       std::vector<char> lighter_fits(vs.size(), 0);
       for (const ProgramKey& k : keys) {
         if (k.micro_batch != b || k.sp != sp) continue;
         out.enumerated += Count(vs.size());
         const int r = k.policy;
+        // Decided without a memory check: a lighter policy fits (this one would only be slower), or
+        // a layout that holds no more exceeds the budget (sp on against off, a smaller micro-batch).
+        auto decided = [&](size_t i) -> const char* {
+          if (lighter_fits[i]) return "recompute not needed (a lighter policy fits)";
+          if (smaller_exceeds[size_t(sp)][size_t(r)][i]) return "memory (a smaller micro-batch already exceeds the budget)";
+          if (!sp && exceeds[1][size_t(r)][i]) return "memory (sp on already exceeds the budget)";
+          return nullptr;
+        };
         // Skip the expansion when every variant is already decided.
         bool any = false;
-        for (size_t i = 0; i < vs.size() && !any; ++i) any = !lighter_fits[i] && !(!sp && sp_on_exceeds[r][i]);
+        for (size_t i = 0; i < vs.size() && !any; ++i) any = !decided(i);
         if (!any) {
           for (size_t i = 0; i < vs.size(); ++i) {
-            if (lighter_fits[i]) ++out.pruned["recompute not needed (a lighter policy fits)"];
-            else ++out.pruned["memory (sp on already exceeds the budget)"];
+            ++out.pruned[decided(i)];
+            if (!lighter_fits[i]) exceeds[size_t(sp)][size_t(r)][i] = 1;
           }
           continue;
         }
-        const StepProgram prog = expand_step_program(rq.model, make_layout(mesh, k, vs.front()), rq.work);
+        const Layout first = make_layout(mesh, k, vs.front());
+        ShapeCache::Entry& shape = cache.at(rq, first);
+        const StepProgram prog = expand_step_program(rq.model, first, rq.work, shape.parts);
         std::optional<LayerOpCosts> layers;  // priced at the first variant that fits, shared by the rest
         // stage_times only depends on the variant's zero stage, DP overlap and virtual stages.
         struct TimeKey { int zero; DpOverlap ov; int v; std::vector<StageTime> st; };
         std::vector<TimeKey> time_cache;
         for (size_t i = 0; i < vs.size(); ++i) {
-          if (lighter_fits[i]) { ++out.pruned["recompute not needed (a lighter policy fits)"]; continue; }
-          if (!sp && sp_on_exceeds[r][i]) { ++out.pruned["memory (sp on already exceeds the budget)"]; continue; }
+          if (const char* why = decided(i)) {
+            ++out.pruned[why];
+            if (!lighter_fits[i]) exceeds[size_t(sp)][size_t(r)][i] = 1;
+            continue;
+          }
           const Layout l = make_layout(mesh, k, vs[i]);
           const Bytes peak = peak_or_bound(rq, l, prog, budget, out.closest);
           ++out.memory_checked;
           if (peak > budget) {
             ++out.pruned["memory budget"];
-            if (sp) sp_on_exceeds[r][i] = 1;
+            exceeds[size_t(sp)][size_t(r)][i] = 1;
             keep_closest(out.closest, {l, 0, peak}, size_t(rq.closest_count));
             continue;
           }
@@ -128,8 +202,9 @@ void search_mesh(const PlanRequest& rq, Bytes budget, const Mesh& mesh, WorkerOu
           for (const auto& c : time_cache)
             if (c.zero == l.zero && c.ov == l.dp_overlap && c.v == v) tk = &c;
           if (!tk) {
-            if (!layers) layers = layer_costs(rq.model, rq.hardware, rq.work, l, prog);
-            time_cache.push_back({l.zero, l.dp_overlap, v, stage_times(rq.model, rq.hardware, rq.work, l, prog, *layers)});
+            if (!pricer) pricer.emplace(OpPricer::of(rq.hardware, l, rq.work));
+            if (!layers) layers = cached_layer_costs(rq, *pricer, l, prog, shape);
+            time_cache.push_back({l.zero, l.dp_overlap, v, stage_times(rq.model, rq.hardware, rq.work, l, prog, *pricer, *layers)});
             tk = &time_cache.back();
           }
           ++out.evaluated;
@@ -137,6 +212,8 @@ void search_mesh(const PlanRequest& rq, Bytes budget, const Mesh& mesh, WorkerOu
         }
       }
     }
+    previous_variants = vs;
+    previous_exceeds = std::move(exceeds);
   }
 }
 
@@ -150,17 +227,36 @@ Seconds fast_step_time(const ModelSpec& model, const HardwareProfile& hw, const 
 PlanResult plan(const PlanRequest& rq) {
   PlanResult res;
   res.budget = rq.memory_budget > 0 ? rq.memory_budget : default_memory_budget(rq.hardware);
-  const std::vector<Mesh> meshes =
+  std::vector<Mesh> meshes =
       enumerate_meshes(rq.model, rq.work, rq.gpus, rq.hardware.gpus_per_node, rq.search, res.pruned);
   res.meshes = Count(meshes.size());
+  // Meshes of one layer shape go to one worker in a row, so that it builds and prices their layers once.
+  auto shape_of = [](const Mesh& m) { return std::tuple(m.tp, m.cp, m.ep, m.etp); };
+  std::stable_sort(meshes.begin(), meshes.end(), [&](const Mesh& a, const Mesh& b) { return shape_of(a) < shape_of(b); });
+  std::vector<size_t> group_starts;
+  for (size_t i = 0; i < meshes.size(); ++i)
+    if (i == 0 || shape_of(meshes[i]) != shape_of(meshes[i - 1])) group_starts.push_back(i);
+  group_starts.push_back(meshes.size());
+  const size_t groups = group_starts.size() - 1;
+  // Largest groups first, so that the last one a worker takes is small and the workers finish together.
+  std::vector<size_t> order(groups);
+  for (size_t g = 0; g < groups; ++g) order[g] = g;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return group_starts[a + 1] - group_starts[a] > group_starts[b + 1] - group_starts[b];
+  });
   int threads = rq.threads > 0 ? rq.threads : int(std::max(1u, std::thread::hardware_concurrency()));
-  threads = std::max(1, std::min<int>(threads, int(meshes.size())));
+  threads = std::max(1, std::min<int>(threads, int(groups)));
   std::vector<WorkerOutput> outputs(static_cast<size_t>(threads));
   std::atomic<size_t> next{0};
   auto work = [&](int t) {
-    for (size_t i = next++; i < meshes.size(); i = next++) {
-      search_mesh(rq, res.budget, meshes[i], outputs[size_t(t)]);
-      if (rq.progress) rq.progress->advance();
+    ShapeCache cache;
+    for (size_t j = next++; j < groups; j = next++) {
+      const size_t g = order[j];
+      cache.clear();
+      for (size_t i = group_starts[g]; i < group_starts[g + 1]; ++i) {
+        search_mesh(rq, res.budget, meshes[i], cache, outputs[size_t(t)]);
+        if (rq.progress) rq.progress->advance();
+      }
     }
   };
   if (rq.progress) rq.progress->set_total(meshes.size());

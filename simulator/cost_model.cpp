@@ -50,20 +50,27 @@ StepFlops step_flops(const ModelSpec& m, const Workload& w, Recompute recompute)
   return f;
 }
 
+LayerListCosts layer_list_costs(const ModelSpec& model, const OpPricer& pricer, const Layout& l, const StepProgram& prog) {
+  LayerListCosts c;
+  c.dense_forward = price_op_list(prog.dense_layer().forward, 0, pricer, l.tp_overlap);
+  c.dense_backward = price_op_list(prog.dense_layer().backward, prog.dense_layer().recompute_ops, pricer, l.tp_overlap);
+  if (model.moe.enabled()) {
+    c.moe_forward = price_op_list(prog.moe_layer().forward, 0, pricer, l.tp_overlap);
+    c.moe_backward = price_op_list(prog.moe_layer().backward, prog.moe_layer().recompute_ops, pricer, l.tp_overlap);
+  }
+  return c;
+}
+
+LayerOpCosts::Edges edge_costs(const OpPricer& pricer, const Layout& l, const StageProgram& st) {
+  return {price_op_list(st.edges->pre_forward, 0, pricer, l.tp_overlap), price_op_list(st.edges->post_forward, 0, pricer, l.tp_overlap),
+          price_op_list(st.edges->post_backward, 0, pricer, l.tp_overlap), price_op_list(st.edges->pre_backward, 0, pricer, l.tp_overlap)};
+}
+
 namespace {
 LayerOpCosts price_layers(const ModelSpec& model, const OpPricer& pricer, const Layout& l, const StepProgram& prog) {
   LayerOpCosts c;
-  c.dense_forward = price_op_list(prog.dense_layer.forward, 0, pricer, l.tp_overlap);
-  c.dense_backward = price_op_list(prog.dense_layer.backward, prog.dense_layer.recompute_ops, pricer, l.tp_overlap);
-  if (model.moe.enabled()) {
-    c.moe_forward = price_op_list(prog.moe_layer.forward, 0, pricer, l.tp_overlap);
-    c.moe_backward = price_op_list(prog.moe_layer.backward, prog.moe_layer.recompute_ops, pricer, l.tp_overlap);
-  }
-  for (const StageProgram& st : prog.stages)
-    c.stages.push_back({price_op_list(st.pre_forward, 0, pricer, l.tp_overlap),
-                        price_op_list(st.post_forward, 0, pricer, l.tp_overlap),
-                        price_op_list(st.post_backward, 0, pricer, l.tp_overlap),
-                        price_op_list(st.pre_backward, 0, pricer, l.tp_overlap)});
+  static_cast<LayerListCosts&>(c) = layer_list_costs(model, pricer, l, prog);
+  for (const StageProgram& st : prog.stages) c.stages.push_back(edge_costs(pricer, l, st));
   return c;
 }
 }  // namespace
@@ -73,25 +80,20 @@ LayerOpCosts layer_costs(const ModelSpec& model, const HardwareProfile& hw, cons
   return price_layers(model, OpPricer::of(hw, l, work), l, prog);
 }
 
-static std::vector<StageTime> stage_times_priced(const ModelSpec& model, const HardwareProfile& hw, const Workload& work,
-                                                 const Layout& l, const StepProgram& prog, const OpPricer& pricer,
-                                                 const LayerOpCosts& layers);
-
 std::vector<StageTime> stage_times(const ModelSpec& model, const HardwareProfile& hw, const Workload& work,
                                    const Layout& l, const StepProgram& prog) {
   const OpPricer pricer = OpPricer::of(hw, l, work);
-  return stage_times_priced(model, hw, work, l, prog, pricer, price_layers(model, pricer, l, prog));
+  return stage_times(model, hw, work, l, prog, pricer, price_layers(model, pricer, l, prog));
 }
 
 std::vector<StageTime> stage_times(const ModelSpec& model, const HardwareProfile& hw, const Workload& work,
                                    const Layout& l, const StepProgram& prog, const LayerOpCosts& layers) {
-  return stage_times_priced(model, hw, work, l, prog, OpPricer::of(hw, l, work), layers);
+  return stage_times(model, hw, work, l, prog, OpPricer::of(hw, l, work), layers);
 }
 
-// The stage times from one pricer (built once per call above, not once per part).
-static std::vector<StageTime> stage_times_priced(const ModelSpec& model, const HardwareProfile& hw, const Workload& work,
-                                                 const Layout& l, const StepProgram& prog, const OpPricer& pricer,
-                                                 const LayerOpCosts& layers) {
+std::vector<StageTime> stage_times(const ModelSpec& model, const HardwareProfile& hw, const Workload& work,
+                                   const Layout& l, const StepProgram& prog, const OpPricer& pricer,
+                                   const LayerOpCosts& layers) {
   const OpListCost& dense_f = layers.dense_forward;
   const OpListCost& dense_b = layers.dense_backward;
   const OpListCost& moe_f = layers.moe_forward;
@@ -101,7 +103,21 @@ static std::vector<StageTime> stage_times_priced(const ModelSpec& model, const H
   const Count m = prog.micro_batches;
 
   std::vector<StageTime> out;
+  // A stage's time follows from what it holds; the middle stages of a pipeline mostly hold the
+  // same, so each distinct stage is priced once.
+  auto same_work = [](const StageProgram& a, const StageProgram& b) {
+    return a.first == b.first && a.last == b.last && a.dense_layers == b.dense_layers && a.moe_layers == b.moe_layers &&
+           a.dense_params == b.dense_params && a.expert_params == b.expert_params;
+  };
   for (const StageProgram& st : prog.stages) {
+    if (!st.first && !st.last) {
+      size_t i = 1;
+      while (i < out.size() && !same_work(prog.stages[i], st)) ++i;
+      if (i < out.size()) {
+        out.push_back(out[i]);
+        continue;
+      }
+    }
     OpListCost f, b;
     f.add(dense_f, st.dense_layers);
     b.add(dense_b, st.dense_layers);
@@ -275,11 +291,11 @@ Prediction predict(const ModelSpec& model, const HardwareProfile& hw, const Work
         if (op.kind != OpKind::Collective && op.kind != OpKind::PointToPoint) by_class[op.op_class] += times * pricer.time(op);
     };
     const double m = double(prog.micro_batches);
-    add(prog.dense_layer.forward, m * st.dense_layers);
-    add(prog.dense_layer.backward, m * st.dense_layers);
-    add(prog.moe_layer.forward, m * st.moe_layers);
-    add(prog.moe_layer.backward, m * st.moe_layers);
-    for (const auto* ops : {&st.pre_forward, &st.pre_backward, &st.post_forward, &st.post_backward}) add(*ops, m);
+    add(prog.dense_layer().forward, m * st.dense_layers);
+    add(prog.dense_layer().backward, m * st.dense_layers);
+    add(prog.moe_layer().forward, m * st.moe_layers);
+    add(prog.moe_layer().backward, m * st.moe_layers);
+    for (const auto* ops : {&st.edges->pre_forward, &st.edges->pre_backward, &st.edges->post_forward, &st.edges->post_backward}) add(*ops, m);
     for (const auto& [c, s] : by_class) p.compute_by_op_class.emplace_back(to_string(c), s);
   }
   TimeBreakdown& t = p.time;

@@ -90,8 +90,10 @@ std::vector<StageTime> stage_times(const ModelSpec& model, const HardwareProfile
 // One transformer layer's priced op lists, dense and MoE, forward and backward, and each stage's
 // embedding and head op lists. They depend on the program and the layout's groups only, not on its ZeRO stage, DP overlap or schedule: the planner
 // prices them once per program and hands them to every variant's stage_times.
-struct LayerOpCosts {
+struct LayerListCosts {
   OpListCost dense_forward, dense_backward, moe_forward, moe_backward;
+};
+struct LayerOpCosts : LayerListCosts {
   // Per stage: the embedding (pre) and head/loss/MTP (post) op lists, forward and backward.
   struct Edges {
     OpListCost pre_forward, post_forward, post_backward, pre_backward;
@@ -100,8 +102,18 @@ struct LayerOpCosts {
 };
 LayerOpCosts layer_costs(const ModelSpec& model, const HardwareProfile& hw, const Workload& work, const Layout& layout,
                        const StepProgram& program);
+// The two parts alone, for a search that reuses them: the layer lists are the same for every
+// layout of one layer shape (same_program_parts) and tp_overlap; a stage's edges also depend on
+// whether it is the first and the last stage.
+LayerListCosts layer_list_costs(const ModelSpec& model, const OpPricer& pricer, const Layout& layout,
+                                const StepProgram& program);
+LayerOpCosts::Edges edge_costs(const OpPricer& pricer, const Layout& layout, const StageProgram& stage);
 std::vector<StageTime> stage_times(const ModelSpec& model, const HardwareProfile& hw, const Workload& work,
                                    const Layout& layout, const StepProgram& program, const LayerOpCosts& layers);
+// The same with the layout's pricer (OpPricer::of) already built.
+std::vector<StageTime> stage_times(const ModelSpec& model, const HardwareProfile& hw, const Workload& work,
+                                   const Layout& layout, const StepProgram& program, const OpPricer& pricer,
+                                   const LayerOpCosts& layers);
 
 // Pipeline time of all micro-batches for the schedule (bubble included), closed form.
 Seconds pipeline_time(const Layout& layout, Count micro_batches, const std::vector<StageTime>& stages);

@@ -61,7 +61,7 @@ FrameworkStageMemory framework_stage_memory(const ModelSpec& model, const Worklo
   const Count stage_params = st.dense_params + st.expert_params;
   const Count sharded_params = ceil_div(st.dense_params, dense_shard) + ceil_div(st.expert_params, expert_shard);
   const Count layer_params =
-      std::max(prog.dense_layer.dense_params, prog.moe_layer.dense_params + prog.moe_layer.expert_params);
+      std::max(prog.dense_layer().dense_params, prog.moe_layer().dense_params + prog.moe_layer().expert_params);
 
   FrameworkStageMemory f;
   // The generic layout (Megatron-LM, and any framework below where it does the same): bf16 weights

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <charconv>
 #include <cmath>
 #include <fstream>
 #include <set>
@@ -56,6 +57,11 @@ bool need_bool(const YamlDoc& doc, const YAML::Node& parent, const std::string& 
 
 double as_number(const YamlDoc& doc, const YAML::Node& n, const std::string& path) {
   if (!n.IsScalar()) yaml_field_error(doc, n, path, "got '" + dump(n) + "', allowed: a number");
+  // The common plain decimal without yaml-cpp's stream conversion (a table holds ~40k of them).
+  const std::string& text = n.Scalar();
+  double fast = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), fast);
+  if (ec == std::errc() && end == text.data() + text.size() && std::isfinite(fast)) return fast;
   try {
     double v = n.as<double>();
     if (std::isfinite(v)) return v;
@@ -71,6 +77,49 @@ Count as_positive_count(const YamlDoc& doc, const YAML::Node& n, const std::stri
   return static_cast<Count>(v);
 }
 
+// A long list of numbers: a YAML list, or one block string of numbers separated by commas or
+// white space (what tools/import_kernel_tables.py writes: yaml-cpp reads a block in a quarter of
+// the time it takes for a list of 40,000 scalars). Each value is checked by check(value), which
+// returns what is wrong with it or null.
+template <class Check>
+std::vector<double> read_numbers(const YamlDoc& doc, const YAML::Node& parent, const std::string& key,
+                                 const std::string& path, Check check) {
+  YAML::Node n = parent[key];
+  if (!n) yaml_field_error(doc, parent, path, "missing");
+  std::vector<double> out;
+  auto at = [&](size_t i) { return path + "[" + std::to_string(i) + "]"; };
+  if (n.IsSequence()) {
+    out.reserve(n.size());
+    size_t i = 0;
+    for (const YAML::Node& cell : n) {
+      const double v = as_number(doc, cell, at(i));
+      if (const char* wrong = check(v)) yaml_field_error(doc, cell, at(i), "got '" + cell.Scalar() + "', allowed: " + wrong);
+      out.push_back(v);
+      ++i;
+    }
+    return out;
+  }
+  if (!n.IsScalar()) yaml_field_error(doc, n, path, "got '" + dump(n) + "', allowed: a list of numbers");
+  const std::string& text = n.Scalar();
+  const char* c = text.data();
+  const char* const end = c + text.size();
+  auto separator = [](char x) { return x == ',' || x == ' ' || x == '\n' || x == '\t' || x == '\r'; };
+  while (true) {
+    while (c < end && separator(*c)) ++c;
+    if (c == end) break;
+    const char* token = c;
+    while (c < end && !separator(*c)) ++c;
+    double v = 0;
+    const auto [stop, ec] = std::from_chars(token, c, v);
+    const std::string got(token, c);
+    if (ec != std::errc() || stop != c || !std::isfinite(v))
+      yaml_field_error(doc, n, at(out.size()), "got '" + got + "', allowed: a finite number");
+    if (const char* wrong = check(v)) yaml_field_error(doc, n, at(out.size()), "got '" + got + "', allowed: " + wrong);
+    out.push_back(v);
+  }
+  return out;
+}
+
 // A sorted axis: positive integers, strictly increasing.
 std::vector<Count> read_axis(const YamlDoc& doc, const YAML::Node& parent, const std::string& key,
                              const std::string& path) {
@@ -78,7 +127,7 @@ std::vector<Count> read_axis(const YamlDoc& doc, const YAML::Node& parent, const
   if (list.size() == 0) yaml_field_error(doc, list, path, "empty, allowed: at least one value");
   std::vector<Count> axis;
   for (size_t i = 0; i < list.size(); ++i) {
-    std::string p = path + "[" + std::to_string(i) + "]";
+    const std::string p = path + "[" + std::to_string(i) + "]";  // axes are short
     Count v = as_positive_count(doc, list[i], p);
     if (!axis.empty() && v <= axis.back())
       yaml_field_error(doc, list[i], p,
@@ -91,20 +140,13 @@ std::vector<Count> read_axis(const YamlDoc& doc, const YAML::Node& parent, const
 // Latencies in microseconds (positive, finite) converted to seconds.
 std::vector<Seconds> read_latencies(const YamlDoc& doc, const YAML::Node& parent, const std::string& key,
                                     const std::string& path, size_t expected, const std::string& why) {
-  YAML::Node list = need(doc, parent, key, path, YAML::NodeType::Sequence);
-  if (list.size() != expected)
-    yaml_field_error(doc, list, path,
-                     "has " + std::to_string(list.size()) + " values, allowed: exactly " + std::to_string(expected) + " (" +
+  std::vector<double> us = read_numbers(doc, parent, key, path, [](double v) { return v > 0 ? nullptr : "a positive latency in us"; });
+  if (us.size() != expected)
+    yaml_field_error(doc, parent[key], path,
+                     "has " + std::to_string(us.size()) + " values, allowed: exactly " + std::to_string(expected) + " (" +
                          why + ")");
-  std::vector<Seconds> out;
-  out.reserve(expected);
-  for (size_t i = 0; i < list.size(); ++i) {
-    std::string p = path + "[" + std::to_string(i) + "]";
-    double v = as_number(doc, list[i], p);
-    if (!(v > 0)) yaml_field_error(doc, list[i], p, "got '" + list[i].Scalar() + "', allowed: a positive latency in us");
-    out.push_back(v * kMicro);
-  }
-  return out;
+  for (double& v : us) v *= kMicro;
+  return us;
 }
 
 KernelTableSource read_source(const YamlDoc& doc, const YAML::Node& section, const std::string& path) {
@@ -225,15 +267,12 @@ KernelTables KernelTables::parse(const std::string& yaml_text, const std::string
       g.k = read_axis(doc, n, "k", p + ".k");
       size_t cells = g.m.size() * g.n.size() * g.k.size();
       g.latency = read_latencies(doc, n, "latency_us", p + ".latency_us", cells, "|m| x |n| x |k|");
-      if (YAML::Node filled = n["filled"]) {
-        if (!filled.IsSequence()) yaml_field_error(doc, filled, p + ".filled", "got '" + dump(filled) + "', allowed: a list");
-        for (size_t j = 0; j < filled.size(); ++j) {
-          std::string fp = p + ".filled[" + std::to_string(j) + "]";
-          double v = as_number(doc, filled[j], fp);
-          if (!(v >= 0) || v != std::floor(v) || v >= static_cast<double>(cells))
-            yaml_field_error(doc, filled[j], fp, "got '" + filled[j].Scalar() + "', allowed: an index below " + std::to_string(cells));
+      if (n["filled"]) {
+        const std::string below = "an index below " + std::to_string(cells);
+        for (double v : read_numbers(doc, n, "filled", p + ".filled", [&](double x) {
+               return x >= 0 && x == std::floor(x) && x < static_cast<double>(cells) ? nullptr : below.c_str();
+             }))
           g.filled.push_back(static_cast<size_t>(v));
-        }
         std::sort(g.filled.begin(), g.filled.end());
       }
       t.gemm_.push_back(std::move(g));

@@ -107,10 +107,10 @@ HeldActivations held_activations(const Layout& l, const StepProgram& prog, const
   const Count m = prog.micro_batches;
   const double in_flight = in_flight_micro_batches(l, m, st.stage);
   HeldActivations h;
-  h.layers = in_flight * (st.dense_layers * prog.dense_layer.saved);
-  h.moe = st.moe_layers > 0 ? in_flight * (st.moe_layers * prog.moe_layer.saved) : 0;
-  h.pre = chunk_in_flight(l, m, st.stage, 0) * st.pre_saved;
-  h.post = chunk_in_flight(l, m, st.stage, l.virtual_stages() - 1) * st.post_saved;
+  h.layers = in_flight * (st.dense_layers * prog.dense_layer().saved);
+  h.moe = st.moe_layers > 0 ? in_flight * (st.moe_layers * prog.moe_layer().saved) : 0;
+  h.pre = chunk_in_flight(l, m, st.stage, 0) * st.edges->pre_saved;
+  h.post = chunk_in_flight(l, m, st.stage, l.virtual_stages() - 1) * st.edges->post_saved;
   return h;
 }
 
@@ -141,10 +141,10 @@ MemoryBreakdown stage_memory_of(const ModelSpec& model, const HardwareProfile& h
   // The backward's peak is either the loss's backward on the last stage (the transient logits and
   // softmax gradients) or one layer's backward (what it rematerialises, full and op-level
   // recompute, and its unsharded gradient before the reduce): they do not overlap in time.
-  const Bytes recompute_set = std::max(prog.dense_layer.recompute_workspace, prog.moe_layer.recompute_workspace);
+  const Bytes recompute_set = std::max(prog.dense_layer().recompute_workspace, prog.moe_layer().recompute_workspace);
   const Bytes layer_peak = recompute_set + fw.layer_gradient;
-  if (st.logits_bytes > layer_peak) {
-    mb.logits += st.logits_bytes;
+  if (st.edges->logits_bytes > layer_peak) {
+    mb.logits += st.edges->logits_bytes;
     mb.peak_moment = PeakMoment::LossBackward;
   } else {
     mb.workspace = recompute_set;

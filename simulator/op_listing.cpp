@@ -53,15 +53,15 @@ std::vector<ListedOp> list_ops(const HardwareProfile& hw, const Workload& work, 
   std::vector<ListedOp> out;
   for (const StageProgram& st : prog.stages) {
     const int s = st.stage;
-    add_list(out, pricer, s, "embed", "fwd", st.pre_forward, 0, m);
-    add_list(out, pricer, s, "dense", "fwd", prog.dense_layer.forward, 0, Count(st.dense_layers) * m);
-    add_list(out, pricer, s, "moe", "fwd", prog.moe_layer.forward, 0, Count(st.moe_layers) * m);
-    add_list(out, pricer, s, "head", "fwd", st.post_forward, 0, m);
-    add_list(out, pricer, s, "head", "bwd", st.post_backward, 0, m);
-    add_list(out, pricer, s, "moe", "bwd", prog.moe_layer.backward, prog.moe_layer.recompute_ops, Count(st.moe_layers) * m);
-    add_list(out, pricer, s, "dense", "bwd", prog.dense_layer.backward, prog.dense_layer.recompute_ops,
+    add_list(out, pricer, s, "embed", "fwd", st.edges->pre_forward, 0, m);
+    add_list(out, pricer, s, "dense", "fwd", prog.dense_layer().forward, 0, Count(st.dense_layers) * m);
+    add_list(out, pricer, s, "moe", "fwd", prog.moe_layer().forward, 0, Count(st.moe_layers) * m);
+    add_list(out, pricer, s, "head", "fwd", st.edges->post_forward, 0, m);
+    add_list(out, pricer, s, "head", "bwd", st.edges->post_backward, 0, m);
+    add_list(out, pricer, s, "moe", "bwd", prog.moe_layer().backward, prog.moe_layer().recompute_ops, Count(st.moe_layers) * m);
+    add_list(out, pricer, s, "dense", "bwd", prog.dense_layer().backward, prog.dense_layer().recompute_ops,
              Count(st.dense_layers) * m);
-    add_list(out, pricer, s, "embed", "bwd", st.pre_backward, 0, m);
+    add_list(out, pricer, s, "embed", "bwd", st.edges->pre_backward, 0, m);
     // Each virtual chunk boundary sends the activation on and receives its gradient back.
     if (l.pp > 1) {
       add_list(out, pricer, s, "pp", "fwd", {st.pp_send}, 0, st.last ? 0 : Count(v) * m);

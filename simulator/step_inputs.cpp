@@ -35,9 +35,9 @@ PipelineInputs pipeline_inputs(const ModelSpec& model, const HardwareProfile& hw
                                const Layout& l, const StepProgram& prog) {
   const OpPricer pricer = OpPricer::of(hw, l, work);
   const bool split = splits_weight_grad(l.schedule);
-  const LayerCosts dense = price_layer(prog.dense_layer, pricer, l.tp_overlap, split);
+  const LayerCosts dense = price_layer(prog.dense_layer(), pricer, l.tp_overlap, split);
   LayerCosts moe;
-  if (model.moe.enabled()) moe = price_layer(prog.moe_layer, pricer, l.tp_overlap, split);
+  if (model.moe.enabled()) moe = price_layer(prog.moe_layer(), pricer, l.tp_overlap, split);
   // The optimizer and the memory come from the closed-form model: the simulator changes when
   // things happen, not what they cost.
   const std::vector<StageTime> closed = stage_times(model, hw, work, l, prog);
@@ -89,20 +89,20 @@ PipelineInputs pipeline_inputs(const ModelSpec& model, const HardwareProfile& hw
       ch.backward.add(moe.backward, moe_layers);
       ch.weight_grad.add(dense.weight_grad, dense_layers);
       ch.weight_grad.add(moe.weight_grad, moe_layers);
-      Bytes saved = dense_layers * prog.dense_layer.saved + moe_layers * prog.moe_layer.saved;
+      Bytes saved = dense_layers * prog.dense_layer().saved + moe_layers * prog.moe_layer().saved;
       // The embedding runs in the first chunk of the first stage, the head and loss in the last
       // chunk of the last stage.
       if (c == 0) {
-        ch.forward.add(price_op_list(st.pre_forward, 0, pricer, l.tp_overlap, OpSelection::All), 1);
-        ch.backward.add(price_op_list(st.pre_backward, 0, pricer, l.tp_overlap, split ? OpSelection::WithoutWeightGrad : OpSelection::All), 1);
-        if (split) ch.weight_grad.add(price_op_list(st.pre_backward, 0, pricer, l.tp_overlap, OpSelection::OnlyWeightGrad), 1);
-        saved += st.pre_saved;
+        ch.forward.add(price_op_list(st.edges->pre_forward, 0, pricer, l.tp_overlap, OpSelection::All), 1);
+        ch.backward.add(price_op_list(st.edges->pre_backward, 0, pricer, l.tp_overlap, split ? OpSelection::WithoutWeightGrad : OpSelection::All), 1);
+        if (split) ch.weight_grad.add(price_op_list(st.edges->pre_backward, 0, pricer, l.tp_overlap, OpSelection::OnlyWeightGrad), 1);
+        saved += st.edges->pre_saved;
       }
       if (c == v - 1) {
-        ch.forward.add(price_op_list(st.post_forward, 0, pricer, l.tp_overlap, OpSelection::All), 1);
-        ch.backward.add(price_op_list(st.post_backward, 0, pricer, l.tp_overlap, split ? OpSelection::WithoutWeightGrad : OpSelection::All), 1);
-        if (split) ch.weight_grad.add(price_op_list(st.post_backward, 0, pricer, l.tp_overlap, OpSelection::OnlyWeightGrad), 1);
-        saved += st.post_saved;
+        ch.forward.add(price_op_list(st.edges->post_forward, 0, pricer, l.tp_overlap, OpSelection::All), 1);
+        ch.backward.add(price_op_list(st.edges->post_backward, 0, pricer, l.tp_overlap, split ? OpSelection::WithoutWeightGrad : OpSelection::All), 1);
+        if (split) ch.weight_grad.add(price_op_list(st.edges->post_backward, 0, pricer, l.tp_overlap, OpSelection::OnlyWeightGrad), 1);
+        saved += st.edges->post_saved;
       }
       ch.activations = reserved_per_byte * saved;
       // Reductions spread over the chunks as evenly as whole reductions allow.

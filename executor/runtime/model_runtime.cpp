@@ -324,7 +324,7 @@ double ModelRuntime<T>::head_forward(MicroBatchState& mb, const T* x) {
   ParamGroup<T>* head = head_ ? head_.get() : embedding_.get();
   const int w = head_ ? head_w_ : embedding_w_;
   // The logits live only through the loss forward; they are the cost model's "one set of logits"
-  // (StageProgram::logits_bytes) and are charged to activations like it.
+  // (StageEdges::logits_bytes) and are charged to activations like it.
   TrackedBuffer<T> logits(mem, A, N * Vl);
   {
     TrackedBuffer<T> full;

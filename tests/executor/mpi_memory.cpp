@@ -85,7 +85,7 @@ int main(int argc, char** argv) {
       // The activation category peaks at the loss's backward on the last stage (the held softmax
       // and the transient logits), whichever moment the stage's total peaks at.
       const StageProgram& st = prog.stages[r / ranks_per_stage];
-      const double want = p.activations + p.moe_activations + held_activations(c.layout, prog, st).post + st.logits_bytes;
+      const double want = p.activations + p.moe_activations + held_activations(c.layout, prog, st).post + st.edges->logits_bytes;
       const double got = run.memory_per_rank[r].peak_by_category[int(MemoryCategory::Activations)];
       const double diff = (got - want) / want;
       const bool pass = std::abs(diff) <= kTolerance;

@@ -34,7 +34,7 @@ ModelSpec gpt_like(int layers = 4, Count h = 1024, int heads = 16, Count vocab =
 }
 
 Bytes layer_activations(const ModelSpec& m, const Layout& l, const Workload& w) {
-  return expand_step_program(m, l, w).dense_layer.saved;
+  return expand_step_program(m, l, w).dense_layer().saved;
 }
 
 }  // namespace

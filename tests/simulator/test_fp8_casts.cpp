@@ -33,7 +33,7 @@ StepProgram program(Dtype dtype) {
 TEST_CASE("fp8 GEMMs carry their input and output-gradient casts; bf16 GEMMs none") {
   const StepProgram fp8 = program(Dtype::FP8), bf16 = program(Dtype::BF16);
   int cast = 0;
-  for (const Op& op : fp8.dense_layer.forward) {
+  for (const Op& op : fp8.dense_layer().forward) {
     if (op.kind != OpKind::Gemm) continue;
     CAPTURE(op.name);
     if (op.op_class == OpClass::Gemm) {
@@ -45,21 +45,21 @@ TEST_CASE("fp8 GEMMs carry their input and output-gradient casts; bf16 GEMMs non
   }
   CHECK(cast >= 4);  // qkv, out, up, down
   int grad_casts = 0;
-  for (const Op& op : fp8.dense_layer.backward)
+  for (const Op& op : fp8.dense_layer().backward)
     if (op.kind == OpKind::Gemm && op.cast_bytes > 0) {
       CHECK_FALSE(op.weight_grad);  // one cast per GEMM pair, priced with dgrad
       ++grad_casts;
     }
   CHECK(grad_casts == cast);
-  for (const Op& op : bf16.dense_layer.forward) CHECK(op.cast_bytes == 0);
-  for (const Op& op : bf16.dense_layer.backward) CHECK(op.cast_bytes == 0);
+  for (const Op& op : bf16.dense_layer().forward) CHECK(op.cast_bytes == 0);
+  for (const Op& op : bf16.dense_layer().backward) CHECK(op.cast_bytes == 0);
 
   // The pricer adds the cast as memory-bound time on top of the GEMM's own.
   const HardwareProfile hw = load_hardware("h100-sxm-80g");
   Layout l;
   l.dp = 8;
   const OpPricer pricer(hw, l, Dtype::FP8);
-  for (const Op& op : fp8.dense_layer.forward)
+  for (const Op& op : fp8.dense_layer().forward)
     if (op.cast_bytes > 0) {
       Op bare = op;
       bare.cast_bytes = 0;
@@ -107,7 +107,7 @@ TEST_CASE("experts' grouped GEMMs are priced one expert at a time, a batched ker
   validate_layout(moe, l, w, 8);
   const StepProgram p = expand_step_program(moe, l, w);
   int grouped_ops = 0;
-  for (const auto* ops : {&p.moe_layer.forward, &p.moe_layer.backward})
+  for (const auto* ops : {&p.moe_layer().forward, &p.moe_layer().backward})
     for (const Op& op : *ops) {
       const std::string name = op.name;
       if (op.grouped) ++grouped_ops;

@@ -234,9 +234,9 @@ TEST_CASE("fp8 GEMM inputs: TransformerEngine keeps the fp8 cast, torchao the bf
     Workload w = work(4096, 8, f);
     w.dtype = Dtype::FP8;
     const StepProgram p = expand_step_program(m, l, w);
-    for (const Op& op : p.dense_layer.forward)
+    for (const Op& op : p.dense_layer().forward)
       if (std::string(op.name) == op_name) return op.saved;
-    for (const Op& op : p.stages.back().post_forward)
+    for (const Op& op : p.stages.back().edges->post_forward)
       if (std::string(op.name) == op_name) return op.saved;
     FAIL("no op " << op_name);
     return 0.0;
@@ -269,7 +269,7 @@ namespace {
 // Bytes one forward op named `name` of the MoE layer keeps for the backward.
 double moe_saved(const ModelSpec& m, const Layout& l, const Workload& w, const char* name) {
   const StepProgram p = expand_step_program(m, l, w);
-  for (const Op& op : p.moe_layer.forward)
+  for (const Op& op : p.moe_layer().forward)
     if (std::string(op.name) == name) return op.saved;
   FAIL("no op " << name);
   return 0.0;
@@ -307,7 +307,7 @@ TEST_CASE("--activation-func-fp8-input-store keeps the SwiGLU input in fp8, dens
   const double T = 4096, k = moe.moe.top_k, f = double(moe.moe.expert_ffn);
   CHECK(moe_saved(moe, l, w, "expert_act") == doctest::Approx(bf16_act - T * k * f * 2));  // 2f values, 1 byte each
   const StepProgram dense_after = expand_step_program(load_model("llama3-8b"), Layout{}, w);
-  CHECK(dense_after.dense_layer.saved < dense_before.dense_layer.saved);
+  CHECK(dense_after.dense_layer().saved < dense_before.dense_layer().saved);
   CHECK_THROWS_WITH_AS(validate_layout(load_model("gpt3-175b"), Layout{}, w, 1), doctest::Contains("needs SwiGLU"), LayoutError);
   w.framework = Framework::Torchtitan;
   CHECK_THROWS_WITH_AS(validate_layout(moe, l, w, 8), doctest::Contains("Megatron's"), LayoutError);
@@ -321,7 +321,7 @@ TEST_CASE("TP overlap hides each collective behind the GEMM it is fused with, no
   l.tp_overlap = true;
   const Workload w = work(2048, 1, Framework::Megatron);
   const StepProgram p = expand_step_program(m, l, w);
-  const auto& ops = p.dense_layer.forward;
+  const auto& ops = p.dense_layer().forward;
   bool pairwise_differs = false;
   for (double link : {40e9, 80e9, 160e9, 320e9, 640e9}) {
     HardwareProfile hw = load_hardware("h100-sxm-80g");

@@ -5,10 +5,12 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <functional>
 #include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -28,6 +30,17 @@ YAML::Node raw(const std::string& device) {
   auto text = builtin_text("configs/kernel_tables/" + device + ".yaml");
   REQUIRE(text);
   return YAML::Load(std::string(*text));
+}
+
+// A long list as the files write it (a block string of comma-separated numbers) or as a YAML list.
+std::vector<double> numbers(const YAML::Node& n) {
+  if (n.IsSequence()) return n.as<std::vector<double>>();
+  std::string text = n.as<std::string>();
+  std::replace(text.begin(), text.end(), ',', ' ');
+  std::istringstream in(text);
+  std::vector<double> out;
+  for (double v; in >> v;) out.push_back(v);
+  return out;
 }
 
 const KernelTables& tables(const std::string& device) {
@@ -108,21 +121,21 @@ TEST_CASE("kernel tables: GEMM is exact at grid points and between its neighbour
       auto m = table["m"].as<std::vector<Count>>();
       auto n = table["n"].as<std::vector<Count>>();
       auto k = table["k"].as<std::vector<Count>>();
-      auto lat = table["latency_us"];
+      const auto lat = numbers(table["latency_us"]);
       Dtype dtype = table["dtype"].as<std::string>() == "fp8" ? Dtype::FP8 : Dtype::BF16;
       CAPTURE(device);
       CAPTURE(table["dtype"].as<std::string>());
       for (size_t im = 0; im < m.size(); im += 3)
         for (size_t in = 0; in < n.size(); in += 4)
           for (size_t ik = 1; ik < k.size(); ik += 5) {
-            double expected = lat[(im * n.size() + in) * k.size() + ik].as<double>() * 1e-6;
+            double expected = lat[(im * n.size() + in) * k.size() + ik] * 1e-6;
             auto got = tables(device).gemm_time(dtype, m[im], n[in], k[ik]);
             REQUIRE(got);
             CHECK(*got == doctest::Approx(expected).epsilon(1e-9));
             // Halfway (in log) to the next k: between the two measured neighbours.
             if (ik + 1 < k.size()) {
               Count mid = static_cast<Count>(std::sqrt(static_cast<double>(k[ik]) * static_cast<double>(k[ik + 1])));
-              double next = lat[(im * n.size() + in) * k.size() + ik + 1].as<double>() * 1e-6;
+              double next = lat[(im * n.size() + in) * k.size() + ik + 1] * 1e-6;
               auto between = tables(device).gemm_time(dtype, m[im], n[in], mid);
               REQUIRE(between);
               CHECK(*between >= std::min(expected, next) * (1 - 1e-12));
@@ -203,7 +216,7 @@ TEST_CASE("kernel tables: attention forward is exact where measured and plausibl
   int checked = 0;
   for (const auto& s : att["series"]) {
     auto counts = s["counts"].as<std::vector<size_t>>();
-    auto lat = s["latency_us"];
+    const auto lat = numbers(s["latency_us"]);
     size_t at = 0;
     for (size_t i = 0; i < seq.size(); ++i) {
       for (size_t b = 0; b < counts[i]; ++b, ++at) {
@@ -211,7 +224,7 @@ TEST_CASE("kernel tables: attention forward is exact where measured and plausibl
         auto got = h100.attention_forward_time(batch[b], seq[i], s["heads"].as<Count>(), s["kv_heads"].as<Count>(),
                                                s["head_dim"].as<Count>(), true);
         REQUIRE(got);
-        CHECK(*got == doctest::Approx(lat[at].as<double>() * 1e-6).epsilon(1e-9));
+        CHECK(*got == doctest::Approx(lat[at] * 1e-6).epsilon(1e-9));
         ++checked;
       }
     }
@@ -254,7 +267,7 @@ TEST_CASE("kernel tables: collectives are exact where measured and grow with the
     const KernelTables& t = tables(device);
     for (const auto& s : raw(device)["collectives"]["series"]) {
       auto bytes = s["message_bytes"].as<std::vector<double>>();
-      auto lat = s["latency_us"].as<std::vector<double>>();
+      const auto lat = numbers(s["latency_us"]);
       const auto& kind_name = s["collective"].as<std::string>();
       Collective kind = kind_name == "all_reduce"       ? Collective::AllReduce
                         : kind_name == "all_gather"     ? Collective::AllGather
@@ -330,6 +343,19 @@ TEST_CASE("kernel tables: a malformed table is an Error naming the file, the fie
   e = error_of([&] { parse(replaced(kSmallTable, "[10, 20, 20, 40,", "[10, -20, 20, 40,")); });
   CHECK(contains(e, "gemm.tables[0].latency_us[1]"));
   CHECK(contains(e, "-20"));
+
+  // The block form the generator writes reads the same, and names a bad cell by its index.
+  const std::string block = replaced(kSmallTable, "latency_us: [10, 20, 20, 40, 20, 40, 40, 80]",
+                                     "latency_us: |\n        10, 20, 20, 40,\n        20, 40, 40, 80");
+  CHECK(*KernelTables::parse(block, "block.yaml").gemm_time(Dtype::BF16, 1024, 1024, 1024) == doctest::Approx(80e-6));
+  e = error_of([&] { parse(replaced(block, "20, 40, 40, 80", "20, 40, x40, 80")); });
+  CHECK(contains(e, "gemm.tables[0].latency_us[6]"));
+  CHECK(contains(e, "x40"));
+  e = error_of([&] { parse(replaced(block, "20, 40, 40, 80", "20, 40, 0, 80")); });
+  CHECK(contains(e, "gemm.tables[0].latency_us[6]"));
+  CHECK(contains(e, "positive latency"));
+  e = error_of([&] { parse(replaced(block, "20, 40, 40, 80", "20, 40, 40")); });
+  CHECK(contains(e, "exactly 8"));
 
   e = error_of([&] { parse(replaced(kSmallTable, "dtype: bf16", "dtype: int4")); });
   CHECK(contains(e, "gemm.tables[0].dtype"));

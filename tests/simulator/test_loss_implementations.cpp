@@ -47,22 +47,22 @@ TEST_CASE("cross-entropy: each implementation holds its own logits copies and mo
   const StepProgram torch = program(CrossEntropy::TorchFp32), megatron = program(CrossEntropy::MegatronFp32),
                     flash = program(CrossEntropy::FlashAttnFused), framework = program(CrossEntropy::Default);
   // torchtitan's own is F.cross_entropy.
-  CHECK(framework.stages[0].logits_bytes == torch.stages[0].logits_bytes);
+  CHECK(framework.stages[0].edges->logits_bytes == torch.stages[0].edges->logits_bytes);
   // Saved for the backward: the fp32 softmax / log-softmax (4 B), or flash-attn's bf16 logits (2 B)
   // and one fp32 log-sum-exp per token.
-  CHECK(find(torch.stages[0].post_forward, "cross_entropy")->saved == doctest::Approx(4 * logits));
-  CHECK(find(megatron.stages[0].post_forward, "cross_entropy")->saved == doctest::Approx(4 * logits));
-  CHECK(find(flash.stages[0].post_forward, "cross_entropy")->saved == doctest::Approx(2 * logits + 4.0 * T));
+  CHECK(find(torch.stages[0].edges->post_forward, "cross_entropy")->saved == doctest::Approx(4 * logits));
+  CHECK(find(megatron.stages[0].edges->post_forward, "cross_entropy")->saved == doctest::Approx(4 * logits));
+  CHECK(find(flash.stages[0].edges->post_forward, "cross_entropy")->saved == doctest::Approx(2 * logits + 4.0 * T));
   // Transient at the loss's backward: two fp32 gradients (torch), one low-precision copy otherwise.
-  CHECK(torch.stages[0].logits_bytes == doctest::Approx(8 * logits));
-  CHECK(megatron.stages[0].logits_bytes == doctest::Approx(2 * logits));
-  CHECK(flash.stages[0].logits_bytes == doctest::Approx(2 * logits));
+  CHECK(torch.stages[0].edges->logits_bytes == doctest::Approx(8 * logits));
+  CHECK(megatron.stages[0].edges->logits_bytes == doctest::Approx(2 * logits));
+  CHECK(flash.stages[0].edges->logits_bytes == doctest::Approx(2 * logits));
   // Traffic: one pass over the bf16 logits forward, read and write backward (flash-attn); the
   // multi-kernel fp32 loss 38 and 22 bytes per logit.
-  CHECK(find(flash.stages[0].post_forward, "cross_entropy")->bytes == doctest::Approx(2 * logits));
-  CHECK(find(flash.stages[0].post_backward, "cross_entropy")->bytes == doctest::Approx(4 * logits));
-  CHECK(find(megatron.stages[0].post_forward, "cross_entropy")->bytes == doctest::Approx(38 * logits));
-  CHECK(find(megatron.stages[0].post_backward, "cross_entropy")->bytes == doctest::Approx(22 * logits));
+  CHECK(find(flash.stages[0].edges->post_forward, "cross_entropy")->bytes == doctest::Approx(2 * logits));
+  CHECK(find(flash.stages[0].edges->post_backward, "cross_entropy")->bytes == doctest::Approx(4 * logits));
+  CHECK(find(megatron.stages[0].edges->post_forward, "cross_entropy")->bytes == doctest::Approx(38 * logits));
+  CHECK(find(megatron.stages[0].edges->post_backward, "cross_entropy")->bytes == doctest::Approx(22 * logits));
   // So the fused loss needs less memory and less time.
   const HardwareProfile hw = load_hardware("h100-sxm-80g");
   const Prediction pt = predict(m, hw, work(CrossEntropy::TorchFp32), layout());
@@ -76,12 +76,12 @@ TEST_CASE("training-metric passes: cross-entropy forwards over the logits after 
   const double logits = double(8 * 2048) * double(m.vocab);
   const StepProgram none = expand_step_program(m, layout(), work(CrossEntropy::FlashAttnFused, 0));
   const StepProgram two = expand_step_program(m, layout(), work(CrossEntropy::FlashAttnFused, 2));
-  CHECK(find(none.stages[0].post_backward, "train_metrics") == nullptr);
-  const Op* metrics = find(two.stages[0].post_backward, "train_metrics");
+  CHECK(find(none.stages[0].edges->post_backward, "train_metrics") == nullptr);
+  const Op* metrics = find(two.stages[0].edges->post_backward, "train_metrics");
   REQUIRE(metrics != nullptr);
   CHECK(metrics->bytes == doctest::Approx(2 * 38 * logits));
   CHECK(metrics->saved == 0);
-  CHECK(two.stages[0].post_forward.size() == none.stages[0].post_forward.size());
+  CHECK(two.stages[0].edges->post_forward.size() == none.stages[0].edges->post_forward.size());
   const HardwareProfile hw = load_hardware("a100-sxm-80g");
   const Prediction p0 = predict(m, hw, work(CrossEntropy::FlashAttnFused, 0), layout());
   const Prediction p2 = predict(m, hw, work(CrossEntropy::FlashAttnFused, 2), layout());

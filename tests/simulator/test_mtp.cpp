@@ -31,16 +31,16 @@ TEST_CASE("an MTP depth adds a layer, the projection, the norms and an embedding
   const Count h = m.hidden, vocab = m.vocab;
   for (int s = 0; s + 1 < l.pp; ++s) {
     CHECK(mtp.stages[s].dense_params == base.stages[s].dense_params);
-    CHECK(mtp.stages[s].post_forward.size() == base.stages[s].post_forward.size());
+    CHECK(mtp.stages[s].edges->post_forward.size() == base.stages[s].edges->post_forward.size());
   }
   const StageProgram& a = base.stages.back();
   const StageProgram& b = mtp.stages.back();
   const Count norms = 3 * h;  // RMSNorm: enorm, hnorm, the final norm
-  CHECK(b.dense_params - a.dense_params == base.moe_layer.dense_params + 2 * h * h + norms + vocab * h);
-  CHECK(b.expert_params - a.expert_params == base.moe_layer.expert_params);
+  CHECK(b.dense_params - a.dense_params == base.moe_layer().dense_params + 2 * h * h + norms + vocab * h);
+  CHECK(b.expert_params - a.expert_params == base.moe_layer().expert_params);
   // It keeps one more layer's activations and a second fp32 softmax of the logits.
-  CHECK(b.post_saved - a.post_saved >= base.moe_layer.saved + Count(4096) * vocab * 4);
-  CHECK(b.post_backward.size() > a.post_backward.size() + base.moe_layer.backward.size());
+  CHECK(b.edges->post_saved - a.edges->post_saved >= base.moe_layer().saved + Count(4096) * vocab * 4);
+  CHECK(b.edges->post_backward.size() > a.edges->post_backward.size() + base.moe_layer().backward.size());
 }
 
 TEST_CASE("MTP adds its FLOPs to the model's and slows the last stage; two depths add twice") {

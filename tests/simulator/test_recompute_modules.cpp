@@ -24,7 +24,7 @@ LayerProgram layer(const ModelSpec& m, unsigned modules, bool moe, Layout l = {}
   l.recompute = Recompute::Selective;
   l.recompute_modules = modules;
   const StepProgram p = expand_step_program(m, l, workload());
-  return moe ? p.moe_layer : p.dense_layer;
+  return moe ? p.moe_layer() : p.dense_layer();
 }
 
 Bytes saved_by(const LayerProgram& lp, const char* name) {
