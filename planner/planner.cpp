@@ -49,8 +49,26 @@ Bytes peak_of(const std::vector<MemoryBreakdown>& stages) {
   return peak;
 }
 
+// Counts by reason, keyed by the reason's static string: the search's inner loop counts millions
+// of decisions, too many for a map of strings (folded into PruneCounts once, at the end).
+class ReasonCounts {
+ public:
+  void add(const char* reason) {
+    for (auto& [r, n] : counts_)
+      if (r == reason) { ++n; return; }
+    counts_.push_back({reason, 1});
+  }
+  void fold_into(PruneCounts& into) const {
+    for (const auto& [r, n] : counts_) into[r] += n;
+  }
+
+ private:
+  std::vector<std::pair<const char*, Count>> counts_;
+};
+
 struct WorkerOutput {
   PruneCounts pruned;
+  ReasonCounts decided;  // layouts the search decides without pricing them
   Count enumerated = 0, memory_checked = 0, evaluated = 0;
   std::vector<Candidate> fits;
   std::vector<Candidate> closest;
@@ -169,7 +187,7 @@ void search_mesh(const PlanRequest& rq, Bytes budget, const Mesh& mesh, ShapeCac
         for (size_t i = 0; i < vs.size() && !any; ++i) any = !decided(i);
         if (!any) {
           for (size_t i = 0; i < vs.size(); ++i) {
-            ++out.pruned[decided(i)];
+            out.decided.add(decided(i));
             if (!lighter_fits[i]) exceeds[size_t(sp)][size_t(r)][i] = 1;
           }
           continue;
@@ -183,7 +201,7 @@ void search_mesh(const PlanRequest& rq, Bytes budget, const Mesh& mesh, ShapeCac
         std::vector<TimeKey> time_cache;
         for (size_t i = 0; i < vs.size(); ++i) {
           if (const char* why = decided(i)) {
-            ++out.pruned[why];
+            out.decided.add(why);
             if (!lighter_fits[i]) exceeds[size_t(sp)][size_t(r)][i] = 1;
             continue;
           }
@@ -191,7 +209,7 @@ void search_mesh(const PlanRequest& rq, Bytes budget, const Mesh& mesh, ShapeCac
           const Bytes peak = peak_or_bound(rq, l, prog, budget, out.closest);
           ++out.memory_checked;
           if (peak > budget) {
-            ++out.pruned["memory budget"];
+            out.decided.add("memory budget");
             exceeds[size_t(sp)][size_t(r)][i] = 1;
             keep_closest(out.closest, {l, 0, peak}, size_t(rq.closest_count));
             continue;
@@ -258,6 +276,8 @@ PlanResult plan(const PlanRequest& rq) {
         if (rq.progress) rq.progress->advance();
       }
     }
+    // Each worker sorts its own layouts (in parallel); the merge below keeps the order.
+    std::sort(outputs[size_t(t)].fits.begin(), outputs[size_t(t)].fits.end(), candidate_better);
   };
   if (rq.progress) rq.progress->set_total(meshes.size());
   if (threads == 1) {
@@ -270,13 +290,14 @@ PlanResult plan(const PlanRequest& rq) {
   // Deterministic merge: which thread priced what does not matter, the order is total.
   for (auto& o : outputs) {
     add_counts(res.pruned, o.pruned);
+    o.decided.fold_into(res.pruned);
     res.enumerated += o.enumerated;
     res.memory_checked += o.memory_checked;
     res.evaluated += o.evaluated;
-    res.ranked.insert(res.ranked.end(), o.fits.begin(), o.fits.end());
+    const auto middle = res.ranked.insert(res.ranked.end(), o.fits.begin(), o.fits.end());
+    std::inplace_merge(res.ranked.begin(), middle, res.ranked.end(), candidate_better);
     res.closest.insert(res.closest.end(), o.closest.begin(), o.closest.end());
   }
-  std::sort(res.ranked.begin(), res.ranked.end(), candidate_better);
   std::sort(res.closest.begin(), res.closest.end(), closer);
   if (res.closest.size() > size_t(rq.closest_count)) res.closest.resize(size_t(rq.closest_count));
   if (rq.refine > 0) refine_with_simulator(rq, res, rq.refine);
