@@ -104,20 +104,34 @@ std::vector<FamilyVerdict> compare_families(const PlanRequest& rq, const PlanRes
   // Pick each family's layout: its fastest that changes only what the family is about (dp and the
   // micro-batch follow), failing that its fastest, whose other changes the label says. A layout
   // that stands for several families is one entry under all of their names.
+  // One pass over the ranking for all families at once (it runs to the end for a family without
+  // a pure layout, and holds up to a million layouts).
+  const size_t n = families.size();
+  std::vector<const Candidate*> pure(n, nullptr), any(n, nullptr);
+  std::vector<char> open(n);
+  size_t unresolved = 0;
+  for (size_t i = 0; i < n; ++i) unresolved += open[i] = !families[i].member(r);
+  for (const Candidate& c : res.ranked) {
+    if (unresolved == 0) break;
+    const unsigned changed = changed_fields(r, c.layout);
+    for (size_t i = 0; i < n; ++i) {
+      if (!open[i] || !families[i].member(c.layout)) continue;
+      if (!any[i]) any[i] = &c;
+      if ((changed & ~families[i].own) == 0) {
+        pure[i] = &c;
+        open[i] = 0;
+        --unresolved;
+      }
+    }
+  }
   std::vector<FamilyVerdict> out;
   std::vector<unsigned> own;  // per entry: the fields its families are about, together
-  for (const Family& f : families) {
+  for (size_t fi = 0; fi < n; ++fi) {
+    const Family& f = families[fi];
     if (f.member(r)) continue;  // the recommended layout belongs to it
     FamilyVerdict v;
     v.family = f.name;
-    const Candidate* pure = nullptr;
-    const Candidate* any = nullptr;
-    for (const Candidate& c : res.ranked) {
-      if (!f.member(c.layout)) continue;
-      if (!any) any = &c;
-      if ((changed_fields(r, c.layout) & ~f.own) == 0) { pure = &c; break; }
-    }
-    if (pure || any) v.best = pure ? *pure : *any;
+    if (pure[fi] || any[fi]) v.best = pure[fi] ? *pure[fi] : *any[fi];
     if (!v.best) {
       // A family nobody enumerated (e.g. "more TP" at the largest TP) says nothing; skip it.
       bool enumerable = false;

@@ -145,6 +145,14 @@ void search_mesh(const PlanRequest& rq, Bytes budget, const Mesh& mesh, ShapeCac
   const size_t policies = recompute_policies(rq.model, o).size();
   // Group placements depend on the mesh alone, not on the program key or the variant.
   std::optional<OpPricer> pricer;
+  // Each stage's DP traffic, by what it depends on (same_dp_traffic): the stages are the mesh's.
+  std::vector<std::pair<Layout, std::vector<DpTraffic>>> dp_cache;
+  auto dp_of = [&](const Layout& l, const StepProgram& prog) -> const std::vector<DpTraffic>& {
+    for (const auto& [key, dp] : dp_cache)
+      if (same_dp_traffic(key, l)) return dp;
+    dp_cache.emplace_back(l, dp_traffic_by_stage(rq.model, rq.hardware, rq.work, l, prog));
+    return dp_cache.back().second;
+  };
   // Per sp, recompute policy and variant: whether the layout exceeded the budget at the previous
   // micro-batch size. A larger micro-batch holds at least as much (every activation, the logits and
   // the workspaces grow with it; fewer micro-batches in flight never make up for it, since
@@ -222,7 +230,7 @@ void search_mesh(const PlanRequest& rq, Bytes budget, const Mesh& mesh, ShapeCac
           if (!tk) {
             if (!pricer) pricer.emplace(OpPricer::of(rq.hardware, l, rq.work));
             if (!layers) layers = cached_layer_costs(rq, *pricer, l, prog, shape);
-            time_cache.push_back({l.zero, l.dp_overlap, v, stage_times(rq.model, rq.hardware, rq.work, l, prog, *pricer, *layers)});
+            time_cache.push_back({l.zero, l.dp_overlap, v, stage_times(rq.model, rq.hardware, rq.work, l, prog, *pricer, *layers, &dp_of(l, prog))});
             tk = &time_cache.back();
           }
           ++out.evaluated;

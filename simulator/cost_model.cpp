@@ -93,7 +93,7 @@ std::vector<StageTime> stage_times(const ModelSpec& model, const HardwareProfile
 
 std::vector<StageTime> stage_times(const ModelSpec& model, const HardwareProfile& hw, const Workload& work,
                                    const Layout& l, const StepProgram& prog, const OpPricer& pricer,
-                                   const LayerOpCosts& layers) {
+                                   const LayerOpCosts& layers, const std::vector<DpTraffic>* dp_by_stage) {
   const OpListCost& dense_f = layers.dense_forward;
   const OpListCost& dense_b = layers.dense_backward;
   const OpListCost& moe_f = layers.moe_forward;
@@ -153,7 +153,7 @@ std::vector<StageTime> stage_times(const ModelSpec& model, const HardwareProfile
     s.overhead = f.overhead + b.overhead;
 
     // Data-parallel traffic of this stage and how much of it the compute hides.
-    const DpTraffic dp = dp_traffic(model, hw, work, l, st);
+    const DpTraffic dp = dp_by_stage ? dp_by_stage->at(size_t(st.stage)) : dp_traffic(model, hw, work, l, st);
     const FrameworkTraits fw = framework_traits(work.framework);
     // DeepSpeed's per-module ZeRO-3 fetches hold up the host in every forward and backward.
     if (l.zero == 3 && !dp.gather_once) {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "models/step_program.hpp"
+#include "simulator/dp_traffic.hpp"
 #include "simulator/hardware_profile.hpp"
 #include "simulator/memory_model.hpp"
 #include "simulator/op_list_cost.hpp"
@@ -110,10 +111,11 @@ LayerListCosts layer_list_costs(const ModelSpec& model, const OpPricer& pricer, 
 LayerOpCosts::Edges edge_costs(const OpPricer& pricer, const Layout& layout, const StageProgram& stage);
 std::vector<StageTime> stage_times(const ModelSpec& model, const HardwareProfile& hw, const Workload& work,
                                    const Layout& layout, const StepProgram& program, const LayerOpCosts& layers);
-// The same with the layout's pricer (OpPricer::of) already built.
+// The same with the layout's pricer (OpPricer::of) already built and, where given, each stage's
+// DP traffic (dp_traffic_by_stage; a search reuses it across layouts with same_dp_traffic).
 std::vector<StageTime> stage_times(const ModelSpec& model, const HardwareProfile& hw, const Workload& work,
                                    const Layout& layout, const StepProgram& program, const OpPricer& pricer,
-                                   const LayerOpCosts& layers);
+                                   const LayerOpCosts& layers, const std::vector<DpTraffic>* dp = nullptr);
 
 // Pipeline time of all micro-batches for the schedule (bubble included), closed form.
 Seconds pipeline_time(const Layout& layout, Count micro_batches, const std::vector<StageTime>& stages);

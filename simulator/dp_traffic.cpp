@@ -73,4 +73,27 @@ DpTraffic dp_traffic(const ModelSpec& model, const HardwareProfile& hw, const Wo
   return t;
 }
 
+std::vector<DpTraffic> dp_traffic_by_stage(const ModelSpec& model, const HardwareProfile& hw, const Workload& work,
+                                           const Layout& l, const StepProgram& prog) {
+  std::vector<DpTraffic> out;
+  out.reserve(prog.stages.size());
+  for (const StageProgram& st : prog.stages) {
+    // What dp_traffic reads of a stage.
+    auto same = [&](const StageProgram& o) {
+      return o.layers == st.layers && o.dense_layers == st.dense_layers && o.moe_layers == st.moe_layers &&
+             o.dense_params == st.dense_params && o.expert_params == st.expert_params;
+    };
+    size_t i = 0;
+    while (i < out.size() && !same(prog.stages[i])) ++i;
+    out.push_back(i < out.size() ? out[i] : dp_traffic(model, hw, work, l, st));
+  }
+  return out;
+}
+
+bool same_dp_traffic(const Layout& a, const Layout& b) {
+  return a.dp == b.dp && a.tp == b.tp && a.cp == b.cp && a.pp == b.pp && a.ep == b.ep && a.etp == b.etp &&
+         a.zero == b.zero && a.dp_overlap == b.dp_overlap && a.bucket_bytes == b.bucket_bytes &&
+         (a.recompute == Recompute::Full) == (b.recompute == Recompute::Full);
+}
+
 }  // namespace sixfold

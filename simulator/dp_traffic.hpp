@@ -3,6 +3,8 @@
 // framework issues it: how many collectives, each priced on its group. The closed form and the
 // step simulator both take it from here, so they price the same traffic and differ only in when
 // it runs.
+#include <vector>
+
 #include "models/step_program.hpp"
 #include "simulator/hardware_profile.hpp"
 
@@ -42,5 +44,10 @@ inline constexpr int kZero3FetchHostOps = 4;
 
 DpTraffic dp_traffic(const ModelSpec& model, const HardwareProfile& hw, const Workload& work, const Layout& layout,
                      const StageProgram& stage);
+// Every stage's, identical stages priced once.
+std::vector<DpTraffic> dp_traffic_by_stage(const ModelSpec& model, const HardwareProfile& hw, const Workload& work,
+                                           const Layout& layout, const StepProgram& program);
+// Whether two layouts have the same DP traffic for the same stages: the fields dp_traffic reads.
+bool same_dp_traffic(const Layout& a, const Layout& b);
 
 }  // namespace sixfold
