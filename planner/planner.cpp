@@ -110,14 +110,15 @@ class ShapeCache {
   struct Entry {
     Layout shape;  // a layout these parts belong to
     std::shared_ptr<const ProgramParts> parts;
-    std::optional<LayerListCosts> lists;
-    std::array<std::optional<LayerOpCosts::Edges>, 4> edges;  // by ProgramParts::edge_index
+    bool lists_priced = false;
+    std::array<bool, 4> edges_priced{};  // by ProgramParts::edge_index
+    LayerOpCosts costs;                  // what is priced of them
   };
   void clear() { entries_.clear(); }
   Entry& at(const PlanRequest& rq, const Layout& l) {
     for (Entry& e : entries_)
       if (same_program_parts(e.shape, l) && e.shape.tp_overlap == l.tp_overlap) return e;
-    entries_.push_back({l, program_parts(rq.model, l, rq.work), std::nullopt, {}});
+    entries_.push_back({l, program_parts(rq.model, l, rq.work), false, {}, {}});
     return entries_.back();
   }
 
@@ -126,17 +127,17 @@ class ShapeCache {
 };
 
 // The program's layer and edge prices, from the cache where an earlier mesh of the shape priced them.
-LayerOpCosts cached_layer_costs(const PlanRequest& rq, const OpPricer& pricer, const Layout& l, const StepProgram& prog,
-                                ShapeCache::Entry& e) {
-  if (!e.lists) e.lists = layer_list_costs(rq.model, pricer, l, prog);
-  LayerOpCosts c;
-  static_cast<LayerListCosts&>(c) = *e.lists;
-  for (const StageProgram& st : prog.stages) {
-    auto& edges = e.edges[ProgramParts::edge_index(st.first, st.last)];
-    if (!edges) edges = edge_costs(pricer, l, st);
-    c.stages.push_back(*edges);
+const LayerOpCosts& cached_layer_costs(const PlanRequest& rq, const OpPricer& pricer, const Layout& l,
+                                       const StepProgram& prog, ShapeCache::Entry& e) {
+  if (!e.lists_priced) {
+    static_cast<LayerListCosts&>(e.costs) = layer_list_costs(rq.model, pricer, l, prog);
+    e.lists_priced = true;
   }
-  return c;
+  for (const StageProgram& st : prog.stages) {
+    const size_t at = ProgramParts::edge_index(st.first, st.last);
+    if (!e.edges_priced[at]) e.costs.by_place[at] = edge_costs(pricer, l, st), e.edges_priced[at] = true;
+  }
+  return e.costs;
 }
 
 void search_mesh(const PlanRequest& rq, Bytes budget, const Mesh& mesh, ShapeCache& cache, WorkerOutput& out) {
@@ -158,7 +159,7 @@ void search_mesh(const PlanRequest& rq, Bytes budget, const Mesh& mesh, ShapeCac
   // the workspaces grow with it; fewer micro-batches in flight never make up for it, since
   // in-flight micro-batches times their size is capped by the replica's batch) and is skipped.
   std::vector<Variant> previous_variants;
-  std::array<std::vector<std::vector<char>>, 2> previous_exceeds;
+  std::vector<char> previous_exceeds;  // [sp][policy][variant], flat
   auto same_variant = [](const Variant& a, const Variant& b) {
     return a.zero == b.zero && a.dp_overlap == b.dp_overlap && a.schedule == b.schedule && a.vpp == b.vpp &&
            a.accounts_pipeline_split == b.accounts_pipeline_split;
@@ -166,16 +167,17 @@ void search_mesh(const PlanRequest& rq, Bytes budget, const Mesh& mesh, ShapeCac
   for (Count b : mesh.micro_batches) {
     const auto vs = variants(rq.model, rq.work, mesh, b, o, out.pruned);
     if (vs.empty()) continue;
-    std::array<std::vector<std::vector<char>>, 2> exceeds;  // this micro-batch's, [sp][policy][variant]
-    for (int sp = 0; sp < 2; ++sp) {
-      exceeds[size_t(sp)].assign(policies, std::vector<char>(vs.size(), 0));
-      if (previous_exceeds[size_t(sp)].empty()) continue;
+    // This micro-batch's, and the smaller one's carried over to this one's variants.
+    std::vector<char> exceeds(2 * policies * vs.size(), 0);
+    auto at = [&](bool sp, size_t r, size_t i) { return (size_t(sp) * policies + r) * vs.size() + i; };
+    if (!previous_exceeds.empty())
       for (size_t i = 0; i < vs.size(); ++i)
         for (size_t j = 0; j < previous_variants.size(); ++j)
           if (same_variant(vs[i], previous_variants[j]))
-            for (size_t r = 0; r < policies; ++r) exceeds[size_t(sp)][r][i] = previous_exceeds[size_t(sp)][r][j];
-    }
-    const std::array<std::vector<std::vector<char>>, 2> smaller_exceeds = exceeds;
+            for (bool sp : {false, true})
+              for (size_t r = 0; r < policies; ++r)
+                exceeds[at(sp, r, i)] = previous_exceeds[(size_t(sp) * policies + r) * previous_variants.size() + j];
+    const std::vector<char> smaller_exceeds = exceeds;
     for (bool sp : {true, false}) {
       std::vector<char> lighter_fits(vs.size(), 0);
       for (const ProgramKey& k : keys) {
@@ -186,8 +188,8 @@ void search_mesh(const PlanRequest& rq, Bytes budget, const Mesh& mesh, ShapeCac
         // a layout that holds no more exceeds the budget (sp on against off, a smaller micro-batch).
         auto decided = [&](size_t i) -> const char* {
           if (lighter_fits[i]) return "recompute not needed (a lighter policy fits)";
-          if (smaller_exceeds[size_t(sp)][size_t(r)][i]) return "memory (a smaller micro-batch already exceeds the budget)";
-          if (!sp && exceeds[1][size_t(r)][i]) return "memory (sp on already exceeds the budget)";
+          if (smaller_exceeds[at(sp, size_t(r), i)]) return "memory (a smaller micro-batch already exceeds the budget)";
+          if (!sp && exceeds[at(true, size_t(r), i)]) return "memory (sp on already exceeds the budget)";
           return nullptr;
         };
         // Skip the expansion when every variant is already decided.
@@ -196,21 +198,21 @@ void search_mesh(const PlanRequest& rq, Bytes budget, const Mesh& mesh, ShapeCac
         if (!any) {
           for (size_t i = 0; i < vs.size(); ++i) {
             out.decided.add(decided(i));
-            if (!lighter_fits[i]) exceeds[size_t(sp)][size_t(r)][i] = 1;
+            if (!lighter_fits[i]) exceeds[at(sp, size_t(r), i)] = 1;
           }
           continue;
         }
         const Layout first = make_layout(mesh, k, vs.front());
         ShapeCache::Entry& shape = cache.at(rq, first);
         const StepProgram prog = expand_step_program(rq.model, first, rq.work, shape.parts);
-        std::optional<LayerOpCosts> layers;  // priced at the first variant that fits, shared by the rest
+        const LayerOpCosts* layers = nullptr;  // priced at the first variant that fits, shared by the rest
         // stage_times only depends on the variant's zero stage, DP overlap and virtual stages.
         struct TimeKey { int zero; DpOverlap ov; int v; std::vector<StageTime> st; };
         std::vector<TimeKey> time_cache;
         for (size_t i = 0; i < vs.size(); ++i) {
           if (const char* why = decided(i)) {
             out.decided.add(why);
-            if (!lighter_fits[i]) exceeds[size_t(sp)][size_t(r)][i] = 1;
+            if (!lighter_fits[i]) exceeds[at(sp, size_t(r), i)] = 1;
             continue;
           }
           const Layout l = make_layout(mesh, k, vs[i]);
@@ -218,7 +220,7 @@ void search_mesh(const PlanRequest& rq, Bytes budget, const Mesh& mesh, ShapeCac
           ++out.memory_checked;
           if (peak > budget) {
             out.decided.add("memory budget");
-            exceeds[size_t(sp)][size_t(r)][i] = 1;
+            exceeds[at(sp, size_t(r), i)] = 1;
             keep_closest(out.closest, {l, 0, peak}, size_t(rq.closest_count));
             continue;
           }
@@ -229,7 +231,7 @@ void search_mesh(const PlanRequest& rq, Bytes budget, const Mesh& mesh, ShapeCac
             if (c.zero == l.zero && c.ov == l.dp_overlap && c.v == v) tk = &c;
           if (!tk) {
             if (!pricer) pricer.emplace(OpPricer::of(rq.hardware, l, rq.work));
-            if (!layers) layers = cached_layer_costs(rq, *pricer, l, prog, shape);
+            if (!layers) layers = &cached_layer_costs(rq, *pricer, l, prog, shape);
             time_cache.push_back({l.zero, l.dp_overlap, v, stage_times(rq.model, rq.hardware, rq.work, l, prog, *pricer, *layers, &dp_of(l, prog))});
             tk = &time_cache.back();
           }

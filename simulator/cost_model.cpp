@@ -70,7 +70,11 @@ namespace {
 LayerOpCosts price_layers(const ModelSpec& model, const OpPricer& pricer, const Layout& l, const StepProgram& prog) {
   LayerOpCosts c;
   static_cast<LayerListCosts&>(c) = layer_list_costs(model, pricer, l, prog);
-  for (const StageProgram& st : prog.stages) c.stages.push_back(edge_costs(pricer, l, st));
+  std::array<bool, 4> priced{};
+  for (const StageProgram& st : prog.stages) {
+    const size_t at = ProgramParts::edge_index(st.first, st.last);
+    if (!priced[at]) c.by_place[at] = edge_costs(pricer, l, st), priced[at] = true;
+  }
   return c;
 }
 }  // namespace
@@ -123,7 +127,7 @@ std::vector<StageTime> stage_times(const ModelSpec& model, const HardwareProfile
     b.add(dense_b, st.dense_layers);
     f.add(moe_f, st.moe_layers);
     b.add(moe_b, st.moe_layers);
-    const LayerOpCosts::Edges& edges = layers.stages.at(size_t(st.stage));
+    const LayerOpCosts::Edges& edges = layers.edges(st);
     f.add(edges.pre_forward, 1);
     f.add(edges.post_forward, 1);
     b.add(edges.post_backward, 1);

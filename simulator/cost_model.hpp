@@ -1,6 +1,7 @@
 #pragma once
 // The closed-form cost model: per-GPU memory by component and step time by component for a
 // model, a hardware profile and a layout. Fast enough for the planner (microseconds per layout).
+#include <array>
 #include <string>
 #include <utility>
 #include <vector>
@@ -95,11 +96,13 @@ struct LayerListCosts {
   OpListCost dense_forward, dense_backward, moe_forward, moe_backward;
 };
 struct LayerOpCosts : LayerListCosts {
-  // Per stage: the embedding (pre) and head/loss/MTP (post) op lists, forward and backward.
+  // A stage's embedding (pre) and head/loss/MTP (post) op lists, forward and backward; they
+  // depend on the stage's place only (first, last: ProgramParts::edge_index).
   struct Edges {
     OpListCost pre_forward, post_forward, post_backward, pre_backward;
   };
-  std::vector<Edges> stages;
+  std::array<Edges, 4> by_place;
+  const Edges& edges(const StageProgram& st) const { return by_place[ProgramParts::edge_index(st.first, st.last)]; }
 };
 LayerOpCosts layer_costs(const ModelSpec& model, const HardwareProfile& hw, const Workload& work, const Layout& layout,
                        const StepProgram& program);
