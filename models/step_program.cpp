@@ -664,6 +664,11 @@ std::shared_ptr<const ProgramParts> program_parts(const ModelSpec& m, const Layo
   return out;
 }
 
+bool same_stage_work(const StageProgram& a, const StageProgram& b) {
+  return a.first == b.first && a.last == b.last && a.layers == b.layers && a.dense_layers == b.dense_layers &&
+         a.moe_layers == b.moe_layers && a.dense_params == b.dense_params && a.expert_params == b.expert_params;
+}
+
 bool same_program_parts(const Layout& a, const Layout& b) {
   return a.tp == b.tp && a.cp == b.cp && a.ep == b.ep && a.etp == b.etp && a.sp == b.sp &&
          a.micro_batch == b.micro_batch && a.recompute == b.recompute && a.recompute_modules == b.recompute_modules &&

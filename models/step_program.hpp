@@ -83,6 +83,10 @@ struct StageProgram {
   Op pp_send;                               // activation send to the next stage (per micro-batch)
 };
 
+// Whether two stages of a program run the same work: the same place (first, last), layers and
+// parameters, so the same ops. Such stages differ only in how many micro-batches they hold.
+bool same_stage_work(const StageProgram& a, const StageProgram& b);
+
 // What every stage of a program is built from: the dense and MoE layer programs and the edges of
 // a stage by its place (those of the stages the pipeline has). They depend only on what
 // same_program_parts compares, so a search builds them once and expands every layout with the

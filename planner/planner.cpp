@@ -4,6 +4,7 @@
 #include <array>
 #include <atomic>
 #include <deque>
+#include <iterator>
 #include <optional>
 #include <thread>
 #include <tuple>
@@ -85,13 +86,16 @@ void keep_closest(std::vector<Candidate>& closest, const Candidate& c, size_t li
 // budget, which is all the search needs unless the layout could still enter the closest list (then
 // the exact peak). Stages are visited first and last first: the first holds the most micro-batches
 // in flight and the last the logits, so a layout over the budget is mostly known after one or two
-// of its stages. The outcome equals taking the peak of every stage.
+// of its stages. A stage that runs the same work as the one before it holds no more micro-batches
+// than it (every schedule's in-flight count falls with the stage; tests/planner/test_search_pruning)
+// and is skipped. The outcome equals taking the peak of every stage.
 Bytes peak_or_bound(const PlanRequest& rq, const Layout& l, const StepProgram& prog, Bytes budget,
                     const std::vector<Candidate>& closest) {
   const int n = int(prog.stages.size());
   Bytes peak = 0;
   for (int k = 0; k < n; ++k) {
     const int s = k == 0 ? 0 : k == 1 ? n - 1 : k - 1;
+    if (k >= 2 && s >= 1 && same_stage_work(prog.stages[size_t(s)], prog.stages[size_t(s - 1)])) continue;
     peak = std::max(peak, stage_memory_of(rq.model, rq.hardware, rq.work, l, prog, s).total());
     if (peak > budget && k + 1 < n) {
       const bool may_be_closest = closest.size() < size_t(rq.closest_count) || closer({l, 0, peak}, closest.back());
@@ -299,13 +303,21 @@ PlanResult plan(const PlanRequest& rq) {
   }
   // Deterministic merge: which thread priced what does not matter, the order is total.
   for (auto& o : outputs) {
+    if (res.ranked.empty()) {
+      res.ranked = std::move(o.fits);
+    } else {
+      std::vector<Candidate> merged;
+      merged.reserve(res.ranked.size() + o.fits.size());
+      std::merge(std::make_move_iterator(res.ranked.begin()), std::make_move_iterator(res.ranked.end()),
+                 std::make_move_iterator(o.fits.begin()), std::make_move_iterator(o.fits.end()),
+                 std::back_inserter(merged), candidate_better);
+      res.ranked = std::move(merged);
+    }
     add_counts(res.pruned, o.pruned);
     o.decided.fold_into(res.pruned);
     res.enumerated += o.enumerated;
     res.memory_checked += o.memory_checked;
     res.evaluated += o.evaluated;
-    const auto middle = res.ranked.insert(res.ranked.end(), o.fits.begin(), o.fits.end());
-    std::inplace_merge(res.ranked.begin(), middle, res.ranked.end(), candidate_better);
     res.closest.insert(res.closest.end(), o.closest.begin(), o.closest.end());
   }
   std::sort(res.closest.begin(), res.closest.end(), closer);

@@ -107,16 +107,12 @@ std::vector<StageTime> stage_times(const ModelSpec& model, const HardwareProfile
   const Count m = prog.micro_batches;
 
   std::vector<StageTime> out;
-  // A stage's time follows from what it holds; the middle stages of a pipeline mostly hold the
+  // A stage's time follows from the work it runs; the middle stages of a pipeline mostly run the
   // same, so each distinct stage is priced once.
-  auto same_work = [](const StageProgram& a, const StageProgram& b) {
-    return a.first == b.first && a.last == b.last && a.dense_layers == b.dense_layers && a.moe_layers == b.moe_layers &&
-           a.dense_params == b.dense_params && a.expert_params == b.expert_params;
-  };
   for (const StageProgram& st : prog.stages) {
     if (!st.first && !st.last) {
       size_t i = 1;
-      while (i < out.size() && !same_work(prog.stages[i], st)) ++i;
+      while (i < out.size() && !same_stage_work(prog.stages[i], st)) ++i;
       if (i < out.size()) {
         out.push_back(out[i]);
         continue;

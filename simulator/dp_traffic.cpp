@@ -78,13 +78,8 @@ std::vector<DpTraffic> dp_traffic_by_stage(const ModelSpec& model, const Hardwar
   std::vector<DpTraffic> out;
   out.reserve(prog.stages.size());
   for (const StageProgram& st : prog.stages) {
-    // What dp_traffic reads of a stage.
-    auto same = [&](const StageProgram& o) {
-      return o.layers == st.layers && o.dense_layers == st.dense_layers && o.moe_layers == st.moe_layers &&
-             o.dense_params == st.dense_params && o.expert_params == st.expert_params;
-    };
     size_t i = 0;
-    while (i < out.size() && !same(prog.stages[i])) ++i;
+    while (i < out.size() && !same_stage_work(prog.stages[i], st)) ++i;
     out.push_back(i < out.size() ? out[i] : dp_traffic(model, hw, work, l, st));
   }
   return out;

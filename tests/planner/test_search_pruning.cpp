@@ -1,7 +1,8 @@
 // The search skips layouts it can decide without a memory check (planner.cpp, search_mesh): a
 // heavier recompute policy where a lighter one fits, sp off where sp on exceeds the budget, a
-// larger micro-batch where a smaller one exceeds it, and it reuses one set of program parts for
-// all meshes of a layer shape. These tests hold the rules to the memory model and the search to
+// larger micro-batch where a smaller one exceeds it; its memory check skips a stage that runs the
+// same work as the one before; and it reuses one set of program parts for all meshes of a layer
+// shape. These tests hold the rules to the memory model and the search to
 // an exhaustive one: the same best layout as pricing every enumerated layout that fits.
 #include <doctest/doctest.h>
 
@@ -85,6 +86,37 @@ TEST_CASE("memory never shrinks with a larger micro-batch or with sp off (the ru
     CHECK(pairs > 50);
     if (c.framework != Framework::DeepSpeed) CHECK(sp_pairs > 20);
   }
+}
+
+TEST_CASE("a stage that runs the same work as the one before it never holds more (the memory check skips it)") {
+  int pairs = 0, interleaved = 0, zero_bubble = 0;
+  for (const Case& c : kCases) {
+    const ModelSpec m = load_model(c.model);
+    const HardwareProfile hw = load_hardware(c.hardware);
+    const Workload w = work_of(c);
+    PruneCounts pruned;
+    SearchOptions o;
+    restrict_to_framework(o, c.framework);
+    const auto layouts = enumerate_layouts(m, w, c.gpus, hw.gpus_per_node, o, pruned);
+    const size_t stride = std::max<size_t>(1, layouts.size() / 300);
+    for (size_t i = 0; i < layouts.size(); i += stride) {
+      const Layout& l = layouts[i];
+      if (l.pp < 3) continue;
+      INFO(std::string(c.model) << " " << c.gpus << " GPUs: " << describe(l));
+      const StepProgram prog = expand_step_program(m, l, w);
+      const auto stages = predict_memory(m, hw, w, l, prog);
+      for (size_t s = 1; s < stages.size(); ++s) {
+        if (!same_stage_work(prog.stages[s], prog.stages[s - 1])) continue;
+        CHECK(stages[s].total() <= stages[s - 1].total());
+        ++pairs;
+        interleaved += l.schedule == Schedule::Interleaved;
+        zero_bubble += l.schedule == Schedule::ZeroBubble;
+      }
+    }
+  }
+  CHECK(pairs > 500);
+  CHECK(interleaved > 50);
+  CHECK(zero_bubble > 10);
 }
 
 TEST_CASE("the pruned, cached search finds the best layout that pricing every enumerated layout finds") {
