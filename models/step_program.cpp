@@ -453,6 +453,7 @@ void select_modules(LayerProgram& lp, const ModelSpec& m, const Dims& d, unsigne
 LayerProgram make_layer(const ModelSpec& m, const Layout& l, const Workload& w, const Dims& d, bool moe) {
   LayerProgram lp;
   lp.moe = moe;
+  lp.forward.reserve(64);  // a search builds tens of thousands: no regrowth
   CoreRange core = add_attention(lp.forward, m, w, d);
   if (moe) add_moe_mlp(lp.forward, m, d);
   else add_dense_mlp(lp.forward, m, d);
@@ -466,6 +467,7 @@ LayerProgram make_layer(const ModelSpec& m, const Layout& l, const Workload& w, 
     for (Op& op : lp.forward)
       if (op.kind == OpKind::Gemm && op.op_class == OpClass::Gemm) op.cast_bytes = 4.0 * double(op.m) * double(op.k) * double(op.batch);
 
+  lp.backward.reserve(3 * lp.forward.size());  // a re-run forward, then up to two ops per forward op
   Bytes all_saved = 0;
   for (size_t i = 0; i < lp.forward.size(); ++i) {
     all_saved += lp.forward[i].saved;
