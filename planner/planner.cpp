@@ -209,7 +209,7 @@ void search_mesh(const PlanRequest& rq, Bytes budget, const Mesh& mesh, ShapeCac
         const Layout first = make_layout(mesh, k, vs.front());
         ShapeCache::Entry& shape = cache.at(rq, first);
         const StepProgram prog = expand_step_program(rq.model, first, rq.work, shape.parts);
-        const LayerOpCosts* layers = nullptr;  // priced at the first variant that fits, shared by the rest
+        std::optional<std::vector<StageOps>> ops;  // priced at the first variant that fits, shared by the rest
         // stage_times only depends on the variant's zero stage, DP overlap and virtual stages.
         struct TimeKey { int zero; DpOverlap ov; int v; std::vector<StageTime> st; };
         std::vector<TimeKey> time_cache;
@@ -235,8 +235,8 @@ void search_mesh(const PlanRequest& rq, Bytes budget, const Mesh& mesh, ShapeCac
             if (c.zero == l.zero && c.ov == l.dp_overlap && c.v == v) tk = &c;
           if (!tk) {
             if (!pricer) pricer.emplace(OpPricer::of(rq.hardware, l, rq.work));
-            if (!layers) layers = &cached_layer_costs(rq, *pricer, l, prog, shape);
-            time_cache.push_back({l.zero, l.dp_overlap, v, stage_times(rq.model, rq.hardware, rq.work, l, prog, *pricer, *layers, &dp_of(l, prog))});
+            if (!ops) ops = stage_ops(prog, cached_layer_costs(rq, *pricer, l, prog, shape));
+            time_cache.push_back({l.zero, l.dp_overlap, v, stage_times(rq.model, rq.hardware, rq.work, l, prog, *pricer, *ops, &dp_of(l, prog))});
             tk = &time_cache.back();
           }
           ++out.evaluated;

@@ -95,18 +95,50 @@ std::vector<StageTime> stage_times(const ModelSpec& model, const HardwareProfile
   return stage_times(model, hw, work, l, prog, OpPricer::of(hw, l, work), layers);
 }
 
+std::vector<StageOps> stage_ops(const StepProgram& prog, const LayerOpCosts& layers) {
+  std::vector<StageOps> out;
+  out.reserve(prog.stages.size());
+  for (const StageProgram& st : prog.stages) {
+    size_t i = 0;
+    while (i < out.size() && !same_stage_work(prog.stages[i], st)) ++i;
+    if (i < out.size()) {
+      out.push_back(out[i]);
+      continue;
+    }
+    StageOps o;
+    o.forward.add(layers.dense_forward, st.dense_layers);
+    o.backward.add(layers.dense_backward, st.dense_layers);
+    o.forward.add(layers.moe_forward, st.moe_layers);
+    o.backward.add(layers.moe_backward, st.moe_layers);
+    const LayerOpCosts::Edges& edges = layers.edges(st);
+    o.forward.add(edges.pre_forward, 1);
+    o.forward.add(edges.post_forward, 1);
+    o.backward.add(edges.post_backward, 1);
+    o.backward.add(edges.pre_backward, 1);
+    out.push_back(o);
+  }
+  return out;
+}
+
 std::vector<StageTime> stage_times(const ModelSpec& model, const HardwareProfile& hw, const Workload& work,
                                    const Layout& l, const StepProgram& prog, const OpPricer& pricer,
                                    const LayerOpCosts& layers, const std::vector<DpTraffic>* dp_by_stage) {
-  const OpListCost& dense_f = layers.dense_forward;
-  const OpListCost& dense_b = layers.dense_backward;
-  const OpListCost& moe_f = layers.moe_forward;
-  const OpListCost& moe_b = layers.moe_backward;
+  return stage_times(model, hw, work, l, prog, pricer, stage_ops(prog, layers), dp_by_stage);
+}
+
+std::vector<StageTime> stage_times(const ModelSpec& model, const HardwareProfile& hw, const Workload& work,
+                                   const Layout& l, const StepProgram& prog, const OpPricer& pricer,
+                                   const std::vector<StageOps>& ops, const std::vector<DpTraffic>* dp_by_stage) {
   const StateBytes sb = state_bytes(work);
+  const FrameworkTraits fw = framework_traits(work.framework);
   const int v = l.virtual_stages();
   const Count m = prog.micro_batches;
+  // Pipeline sends: each virtual chunk boundary sends forward and receives the gradient back
+  // (every stage sends the same activation).
+  const Seconds p2p_raw = l.pp > 1 && !prog.stages.empty() ? pricer.time(prog.stages.front().pp_send) : 0;
 
   std::vector<StageTime> out;
+  out.reserve(prog.stages.size());
   // A stage's time follows from the work it runs; the middle stages of a pipeline mostly run the
   // same, so each distinct stage is priced once.
   for (const StageProgram& st : prog.stages) {
@@ -118,20 +150,11 @@ std::vector<StageTime> stage_times(const ModelSpec& model, const HardwareProfile
         continue;
       }
     }
-    OpListCost f, b;
-    f.add(dense_f, st.dense_layers);
-    b.add(dense_b, st.dense_layers);
-    f.add(moe_f, st.moe_layers);
-    b.add(moe_b, st.moe_layers);
-    const LayerOpCosts::Edges& edges = layers.edges(st);
-    f.add(edges.pre_forward, 1);
-    f.add(edges.post_forward, 1);
-    b.add(edges.post_backward, 1);
-    b.add(edges.pre_backward, 1);
+    const OpListCost& f = ops.at(size_t(st.stage)).forward;
+    const OpListCost& b = ops.at(size_t(st.stage)).backward;
 
     StageTime s;
-    // Pipeline sends: each virtual chunk boundary sends forward and receives the gradient back.
-    Seconds p2p = l.pp > 1 ? pricer.time(st.pp_send) : 0;
+    Seconds p2p = p2p_raw;
     // Overlapped (p2p_overlapped): each transfer hides behind the next chunk's compute, paying
     // the hiding cost of any hidden communication (overlap::with_hiding_cost).
     if (p2p > 0 && p2p_overlapped(work, l)) {
@@ -154,7 +177,6 @@ std::vector<StageTime> stage_times(const ModelSpec& model, const HardwareProfile
 
     // Data-parallel traffic of this stage and how much of it the compute hides.
     const DpTraffic dp = dp_by_stage ? dp_by_stage->at(size_t(st.stage)) : dp_traffic(model, hw, work, l, st);
-    const FrameworkTraits fw = framework_traits(work.framework);
     // DeepSpeed's per-module ZeRO-3 fetches hold up the host in every forward and backward.
     if (l.zero == 3 && !dp.gather_once) {
       const Seconds host_f = dp.fetch_host, host_b = dp.backward_gather_passes * dp.fetch_host;

@@ -119,6 +119,16 @@ std::vector<StageTime> stage_times(const ModelSpec& model, const HardwareProfile
 std::vector<StageTime> stage_times(const ModelSpec& model, const HardwareProfile& hw, const Workload& work,
                                    const Layout& layout, const StepProgram& program, const OpPricer& pricer,
                                    const LayerOpCosts& layers, const std::vector<DpTraffic>* dp = nullptr);
+// One micro-batch's forward and backward of each stage, summed op by op (its layers and edges):
+// what the variants of one program (ZeRO stage, DP overlap, schedule) share.
+struct StageOps {
+  OpListCost forward, backward;
+};
+std::vector<StageOps> stage_ops(const StepProgram& program, const LayerOpCosts& layers);
+// The same from a program's stage_ops.
+std::vector<StageTime> stage_times(const ModelSpec& model, const HardwareProfile& hw, const Workload& work,
+                                   const Layout& layout, const StepProgram& program, const OpPricer& pricer,
+                                   const std::vector<StageOps>& ops, const std::vector<DpTraffic>* dp = nullptr);
 
 // Pipeline time of all micro-batches for the schedule (bubble included), closed form.
 Seconds pipeline_time(const Layout& layout, Count micro_batches, const std::vector<StageTime>& stages);
