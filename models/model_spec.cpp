@@ -18,6 +18,16 @@ bool ModelSpec::is_moe_layer(int layer) const {
   return (layer - moe.first_k_dense) % std::max(1, moe.layer_frequency) == 0;
 }
 
+int ModelSpec::moe_layers_in(int begin, int end) const {
+  if (!moe.enabled()) return 0;
+  const int f = std::max(1, moe.layer_frequency);
+  const int from = std::max(begin, moe.first_k_dense) - moe.first_k_dense;  // offsets past the dense layers
+  const int to = end - moe.first_k_dense;
+  if (from >= to) return 0;
+  const int first = (from + f - 1) / f * f;  // the first offset is_moe_layer accepts
+  return first < to ? (to - 1 - first) / f + 1 : 0;
+}
+
 int ModelSpec::moe_layer_count() const {
   int n = 0;
   for (int l = 0; l < layers; ++l) n += is_moe_layer(l) ? 1 : 0;

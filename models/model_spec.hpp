@@ -66,6 +66,8 @@ struct ModelSpec {
   int v_head_dim() const;          // per-head value width
   bool is_moe_layer(int layer) const;
   int moe_layer_count() const;
+  // MoE layers among layers [begin, end), without visiting each (a search asks for every stage).
+  int moe_layers_in(int begin, int end) const;
 };
 
 // Parameter counts by part; totals count every routed expert, active counts top_k of them.

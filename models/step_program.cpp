@@ -700,7 +700,9 @@ StepProgram expand_step_program(const ModelSpec& m, const Layout& l, const Workl
     st.first = s == 0;
     st.last = s == l.pp - 1;
     st.layers = counts[s];
-    for (int i = 0; i < counts[s]; ++i, ++layer) (m.is_moe_layer(layer) ? st.moe_layers : st.dense_layers)++;
+    st.moe_layers = m.moe_layers_in(layer, layer + counts[s]);
+    st.dense_layers = counts[s] - st.moe_layers;
+    layer += counts[s];
     // Aliasing the parts: the stage keeps them alive without a copy.
     const std::optional<StageEdges>& edges = pp.edges[ProgramParts::edge_index(st.first, st.last)];
     if (!edges) throw std::logic_error("expand_step_program: parts built for another pipeline depth (same_program_parts)");

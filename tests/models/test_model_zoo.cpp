@@ -204,3 +204,19 @@ TEST_CASE("validate_model rejects descriptions the counts cannot handle") {
   m.moe.layer_frequency = 0;
   CHECK(contains(message_of<UsageError>([&] { validate_model(m, "mixtral"); }), "'moe.layer_frequency'"));
 }
+
+TEST_CASE("moe_layers_in counts what is_moe_layer says, over every range") {
+  for (const char* name : {"deepseek-v3", "mixtral-8x7b", "qwen3-30b-a3b", "llama3-8b", "seed-moe"}) {
+    ModelSpec m = load_model(name);
+    for (int frequency : {1, 2, 3}) {
+      if (m.moe.enabled()) m.moe.layer_frequency = frequency;
+      INFO(name << " every " << frequency);
+      for (int begin = 0; begin <= m.layers; ++begin)
+        for (int end = begin; end <= m.layers; ++end) {
+          int loop = 0;
+          for (int l = begin; l < end; ++l) loop += m.is_moe_layer(l);
+          REQUIRE(m.moe_layers_in(begin, end) == loop);
+        }
+    }
+  }
+}
