@@ -51,18 +51,28 @@ Workload work_of(const Case& c) {
   return w;
 }
 
+// A case's model, GPU, workload and every layout the search enumerates for it.
+struct Space {
+  ModelSpec m;
+  HardwareProfile hw;
+  Workload w;
+  std::vector<Layout> layouts;
+};
+
+Space space_of(const Case& c) {
+  Space sp{load_model(c.model), load_hardware(c.hardware), work_of(c), {}};
+  PruneCounts pruned;
+  SearchOptions o;
+  restrict_to_framework(o, c.framework);
+  sp.layouts = enumerate_layouts(sp.m, sp.w, c.gpus, sp.hw.gpus_per_node, o, pruned);
+  return sp;
+}
+
 }  // namespace
 
 TEST_CASE("memory never shrinks with a larger micro-batch or with sp off (the rules the search prunes by)") {
   for (const Case& c : kCases) {
-    const ModelSpec m = load_model(c.model);
-    const HardwareProfile hw = load_hardware(c.hardware);
-    const Workload w = work_of(c);
-    PruneCounts pruned;
-    SearchOptions o;
-    restrict_to_framework(o, c.framework);
-    o.sp_off = true;
-    const auto layouts = enumerate_layouts(m, w, c.gpus, hw.gpus_per_node, o, pruned);
+    const auto [m, hw, w, layouts] = space_of(c);  // sp off is searched too (SearchOptions::sp_off)
     int pairs = 0, sp_pairs = 0;
     const size_t stride = std::max<size_t>(1, layouts.size() / 300);
     for (size_t i = 0; i < layouts.size(); i += stride) {
@@ -91,13 +101,7 @@ TEST_CASE("memory never shrinks with a larger micro-batch or with sp off (the ru
 TEST_CASE("a stage that runs the same work as the one before it never holds more (the memory check skips it)") {
   int pairs = 0, interleaved = 0, zero_bubble = 0;
   for (const Case& c : kCases) {
-    const ModelSpec m = load_model(c.model);
-    const HardwareProfile hw = load_hardware(c.hardware);
-    const Workload w = work_of(c);
-    PruneCounts pruned;
-    SearchOptions o;
-    restrict_to_framework(o, c.framework);
-    const auto layouts = enumerate_layouts(m, w, c.gpus, hw.gpus_per_node, o, pruned);
+    const auto [m, hw, w, layouts] = space_of(c);
     const size_t stride = std::max<size_t>(1, layouts.size() / 300);
     for (size_t i = 0; i < layouts.size(); i += stride) {
       const Layout& l = layouts[i];
