@@ -1,9 +1,8 @@
 #include "models/step_program.hpp"
 
+#include <algorithm>
 #include <optional>
 #include <stdexcept>
-
-#include <algorithm>
 #include <string>
 #include <string_view>
 
@@ -669,6 +668,12 @@ std::shared_ptr<const ProgramParts> program_parts(const ModelSpec& m, const Layo
 bool same_stage_work(const StageProgram& a, const StageProgram& b) {
   return a.first == b.first && a.last == b.last && a.layers == b.layers && a.dense_layers == b.dense_layers &&
          a.moe_layers == b.moe_layers && a.dense_params == b.dense_params && a.expert_params == b.expert_params;
+}
+
+size_t first_same_stage(const StepProgram& prog, size_t s) {
+  size_t i = 0;
+  while (i < s && !same_stage_work(prog.stages[i], prog.stages[s])) ++i;
+  return i;
 }
 
 bool same_program_parts(const Layout& a, const Layout& b) {

@@ -121,6 +121,9 @@ StepProgram expand_step_program(const ModelSpec& model, const Layout& layout, co
 // fields make_layer, the stage edges (whether the pipeline has one stage) and the groups of the
 // layer and edge ops (TP, CP, EP, expert TP; rank_mesh) depend on.
 bool same_program_parts(const Layout& a, const Layout& b);
+// The first stage of the program that runs the same work as stage s (s itself if none before it):
+// what a per-stage price can be copied from.
+size_t first_same_stage(const StepProgram& program, size_t s);
 
 std::string to_string(OpClass c);
 std::string to_string(Group g);

@@ -164,23 +164,20 @@ void search_mesh(const PlanRequest& rq, Bytes budget, const Mesh& mesh, ShapeCac
   // in-flight micro-batches times their size is capped by the replica's batch) and is skipped.
   std::vector<Variant> previous_variants;
   std::vector<char> previous_exceeds;  // [sp][policy][variant], flat
-  auto same_variant = [](const Variant& a, const Variant& b) {
-    return a.zero == b.zero && a.dp_overlap == b.dp_overlap && a.schedule == b.schedule && a.vpp == b.vpp &&
-           a.accounts_pipeline_split == b.accounts_pipeline_split;
-  };
+  auto flat = [&](bool sp, size_t r, size_t i, size_t variants) { return (size_t(sp) * policies + r) * variants + i; };
   for (Count b : mesh.micro_batches) {
     const auto vs = variants(rq.model, rq.work, mesh, b, o, out.pruned);
     if (vs.empty()) continue;
     // This micro-batch's, and the smaller one's carried over to this one's variants.
     std::vector<char> exceeds(2 * policies * vs.size(), 0);
-    auto at = [&](bool sp, size_t r, size_t i) { return (size_t(sp) * policies + r) * vs.size() + i; };
+    auto at = [&](bool sp, size_t r, size_t i) { return flat(sp, r, i, vs.size()); };
     if (!previous_exceeds.empty())
       for (size_t i = 0; i < vs.size(); ++i)
         for (size_t j = 0; j < previous_variants.size(); ++j)
-          if (same_variant(vs[i], previous_variants[j]))
+          if (vs[i] == previous_variants[j])
             for (bool sp : {false, true})
               for (size_t r = 0; r < policies; ++r)
-                exceeds[at(sp, r, i)] = previous_exceeds[(size_t(sp) * policies + r) * previous_variants.size() + j];
+                exceeds[at(sp, r, i)] = previous_exceeds[flat(sp, r, j, previous_variants.size())];
     const std::vector<char> smaller_exceeds = exceeds;
     for (bool sp : {true, false}) {
       std::vector<char> lighter_fits(vs.size(), 0);

@@ -68,6 +68,7 @@ struct Variant {
   // Megatron's embedding- and loss-accounting split in place of the mesh's first/last stage
   // layers (same stage totals, but virtual stages of equal size but for the first and last).
   bool accounts_pipeline_split = false;
+  bool operator==(const Variant&) const = default;
 };
 
 Layout make_layout(const Mesh& mesh, const ProgramKey& key, const Variant& v);

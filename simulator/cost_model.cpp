@@ -98,11 +98,10 @@ std::vector<StageTime> stage_times(const ModelSpec& model, const HardwareProfile
 std::vector<StageOps> stage_ops(const StepProgram& prog, const LayerOpCosts& layers) {
   std::vector<StageOps> out;
   out.reserve(prog.stages.size());
-  for (const StageProgram& st : prog.stages) {
-    size_t i = 0;
-    while (i < out.size() && !same_stage_work(prog.stages[i], st)) ++i;
-    if (i < out.size()) {
-      out.push_back(out[i]);
+  for (size_t s = 0; s < prog.stages.size(); ++s) {
+    const StageProgram& st = prog.stages[s];
+    if (const size_t same = first_same_stage(prog, s); same < s) {
+      out.push_back(out[same]);
       continue;
     }
     StageOps o;
@@ -142,13 +141,9 @@ std::vector<StageTime> stage_times(const ModelSpec& model, const HardwareProfile
   // A stage's time follows from the work it runs; the middle stages of a pipeline mostly run the
   // same, so each distinct stage is priced once.
   for (const StageProgram& st : prog.stages) {
-    if (!st.first && !st.last) {
-      size_t i = 1;
-      while (i < out.size() && !same_stage_work(prog.stages[i], st)) ++i;
-      if (i < out.size()) {
-        out.push_back(out[i]);
-        continue;
-      }
+    if (const size_t same = first_same_stage(prog, size_t(st.stage)); same < size_t(st.stage)) {
+      out.push_back(out[same]);
+      continue;
     }
     const OpListCost& f = ops.at(size_t(st.stage)).forward;
     const OpListCost& b = ops.at(size_t(st.stage)).backward;

@@ -77,10 +77,9 @@ std::vector<DpTraffic> dp_traffic_by_stage(const ModelSpec& model, const Hardwar
                                            const Layout& l, const StepProgram& prog) {
   std::vector<DpTraffic> out;
   out.reserve(prog.stages.size());
-  for (const StageProgram& st : prog.stages) {
-    size_t i = 0;
-    while (i < out.size() && !same_stage_work(prog.stages[i], st)) ++i;
-    out.push_back(i < out.size() ? out[i] : dp_traffic(model, hw, work, l, st));
+  for (size_t s = 0; s < prog.stages.size(); ++s) {
+    const size_t same = first_same_stage(prog, s);
+    out.push_back(same < s ? out[same] : dp_traffic(model, hw, work, l, prog.stages[s]));
   }
   return out;
 }

@@ -111,10 +111,9 @@ std::vector<double> read_numbers(const YamlDoc& doc, const YAML::Node& parent, c
     while (c < end && !separator(*c)) ++c;
     double v = 0;
     const auto [stop, ec] = std::from_chars(token, c, v);
-    const std::string got(token, c);
-    if (ec != std::errc() || stop != c || !std::isfinite(v))
-      yaml_field_error(doc, n, at(out.size()), "got '" + got + "', allowed: a finite number");
-    if (const char* wrong = check(v)) yaml_field_error(doc, n, at(out.size()), "got '" + got + "', allowed: " + wrong);
+    auto got = [&] { return "got '" + std::string(token, c) + "', allowed: "; };  // spelt only for an error
+    if (ec != std::errc() || stop != c || !std::isfinite(v)) yaml_field_error(doc, n, at(out.size()), got() + "a finite number");
+    if (const char* wrong = check(v)) yaml_field_error(doc, n, at(out.size()), got() + wrong);
     out.push_back(v);
   }
   return out;
