@@ -1,6 +1,7 @@
 #include "models/step_program.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -269,6 +270,7 @@ void add_moe_mlp(std::vector<Op>& ops, const ModelSpec& m, const Dims& d) {
 
 // Backward of one forward op, appended in reverse order by the caller.
 void add_backward(std::vector<Op>& out, const Op& f) {
+  if (f.forward_only) return;
   const size_t first = out.size();
   switch (f.kind) {
     case OpKind::Gemm: {
@@ -535,10 +537,28 @@ LayerProgram make_layer(const ModelSpec& m, const Layout& l, const Workload& w, 
 
 // The names of one output head's ops: the model's own, or a multi-token-prediction depth's.
 struct HeadNames {
-  const char *norm, *allgather, *gemm, *loss, *loss_allreduce;
+  const char *norm, *allgather, *gemm, *loss, *loss_allreduce, *grad_allreduce;
 };
-constexpr HeadNames kMainHead{"final_norm", "head_allgather", "lm_head", "cross_entropy", "loss_allreduce"};
-constexpr HeadNames kMtpHead{"mtp_final_norm", "mtp_head_allgather", "mtp_lm_head", "mtp_cross_entropy", "mtp_loss_allreduce"};
+constexpr HeadNames kMainHead{"final_norm", "head_allgather", "lm_head", "cross_entropy", "loss_allreduce",
+                              "head_grad_allreduce"};
+constexpr HeadNames kMtpHead{"mtp_final_norm", "mtp_head_allgather", "mtp_lm_head", "mtp_cross_entropy",
+                             "mtp_loss_allreduce", "mtp_head_grad_allreduce"};
+
+// The output head's GEMM is column-parallel: without SP its input gradient is all-reduced over TP
+// after its backward (Megatron's copy_to_tensor_model_parallel_region: identity forward, all-reduce
+// backward); under SP the head_allgather's backward reduce-scatters it instead. Inserted into a
+// built backward list after the head GEMM's two backward ops.
+void add_head_input_grad(std::vector<Op>& backward, const Dims& d, const HeadNames& n) {
+  if (d.tp <= 1 || d.sp) return;
+  for (size_t i = backward.size(); i-- > 0;)
+    if (std::string_view(backward[i].name) == n.gemm) {
+      Op op = collective(n.grad_allreduce, Group::TP, Collective::AllReduce, Bytes(d.tokens * d.h * d.act), d.tp);
+      op.tp_overlappable = true;
+      op.backward = true;
+      backward.insert(backward.begin() + std::ptrdiff_t(i + 1), op);
+      return;
+    }
+}
 
 // The final norm, the output GEMM and the loss as the workload's cross-entropy runs it
 // (CrossEntropy, models/layout.hpp), bytes per logit:
@@ -567,7 +587,13 @@ void add_output_head(std::vector<Op>& ops, const Layout& l, const Dims& d, Count
                 : with_saved(memory(n.loss, OpClass::Loss, Bytes(logits * fp32_loss_forward_bytes(a))), Bytes(logits * 4));
   loss.backward_bytes = ce == CrossEntropy::FlashAttnFused ? Bytes(logits * 2 * a) : Bytes(logits * (20 + a));
   ops.push_back(loss);
-  if (l.tp > 1) ops.push_back(collective(n.loss_allreduce, Group::TP, Collective::AllReduce, Bytes(3 * T * 4), l.tp));
+  if (l.tp > 1) {
+    // Max, sum-exp and target logit, reduced over the vocabulary shards; the loss's backward is
+    // local to each shard (softmax minus one-hot), so there is no backward collective.
+    Op reduce = collective(n.loss_allreduce, Group::TP, Collective::AllReduce, Bytes(3 * T * 4), l.tp);
+    reduce.forward_only = true;
+    ops.push_back(reduce);
+  }
 }
 
 // Megatron-Core's multi-token prediction block on the last stage, once per depth: the embedding
@@ -603,6 +629,7 @@ void add_mtp(StageEdges& st, bool first, const ModelSpec& m, const Layout& l, co
     // Backward: the tail, the layer (its re-run forward included), the head.
     std::vector<Op> backward;
     for (auto it = tail.rbegin(); it != tail.rend(); ++it) add_backward(backward, *it);
+    add_head_input_grad(backward, d, kMtpHead);
     backward.insert(backward.end(), layer.backward.begin(), layer.backward.end());
     for (auto it = head.rbegin(); it != head.rend(); ++it) add_backward(backward, *it);
     st.post_backward.insert(st.post_backward.begin(), backward.begin(), backward.end());
@@ -621,6 +648,10 @@ StageEdges make_edges(const ModelSpec& m, const Layout& l, const Workload& w, co
   if (first) {
     st.pre_forward.push_back(memory("embedding", OpClass::Embedding, Bytes(2 * T * h * a)));
     tp_exit(st.pre_forward, d, "embed_allreduce", "embed_reducescatter");
+    // The vocab-parallel embedding's all-reduce (no SP) has the identity as its backward
+    // (reduce_from_tensor_model_parallel_region); under SP the reduce-scatter's is an all-gather.
+    if (!d.sp && !st.pre_forward.empty() && st.pre_forward.back().kind == OpKind::Collective)
+      st.pre_forward.back().forward_only = true;
     if (m.dropout) st.pre_forward.push_back(with_saved(memory("embed_dropout", OpClass::Elementwise, Bytes(2 * Ts * h * a)), Bytes(Ts * h)));
     st.dense_params += vocab_rank * h + (m.learned_positions ? Count(m.max_seq) * h : 0);
   }
@@ -640,6 +671,7 @@ StageEdges make_edges(const ModelSpec& m, const Layout& l, const Workload& w, co
   for (const Op& op : st.post_forward) st.post_saved += op.saved;
   for (auto it = st.pre_forward.rbegin(); it != st.pre_forward.rend(); ++it) add_backward(st.pre_backward, *it);
   for (auto it = st.post_forward.rbegin(); it != st.post_forward.rend(); ++it) add_backward(st.post_backward, *it);
+  if (last) add_head_input_grad(st.post_backward, d, kMainHead);
   if (last && w.train_metric_passes > 0) {
     // The training metrics' cross-entropy forwards on the logits after the backward, each with
     // F.cross_entropy's traffic on upcast logits (add_output_head); no gradient.
@@ -720,6 +752,12 @@ StepProgram expand_step_program(const ModelSpec& m, const Layout& l, const Workl
     prog.stages.push_back(std::move(st));
   }
   return prog;
+}
+
+std::string op_id(int stage, const char* part, const char* pass, size_t index, const char* name) {
+  char at[16];
+  std::snprintf(at, sizeof at, "%02zu", index);
+  return "s" + std::to_string(stage) + "." + part + "." + pass + "." + at + "." + name;
 }
 
 std::string to_string(OpClass c) {

@@ -43,6 +43,7 @@ struct Op {
   bool overlaps_previous = false;  // runs concurrently with the op before it (CP ring with attention)
   bool weight_grad = false;        // backward GEMM producing a weight gradient (deferrable: zero-bubble W)
   bool backward = false;           // an op of the backward pass (a recomputed forward op is not)
+  bool forward_only = false;       // has no backward op (an all-reduce whose backward is the identity)
   Bytes backward_bytes = 0;        // memory-bound op: its backward's traffic where not 1.5x the forward's
   // FP8 GEMM: bytes moved by the cast of its high-precision input (with the transposed copy the
   // other backward GEMM needs) that runs right before it; memory-bound, priced with the GEMM.
@@ -124,6 +125,11 @@ bool same_program_parts(const Layout& a, const Layout& b);
 // The first stage of the program that runs the same work as stage s (s itself if none before it):
 // what a per-stage price can be copied from.
 size_t first_same_stage(const StepProgram& program, size_t s);
+
+// The stable id of an op of the program, the name both `predict --ops` and the executor's
+// measurements use: "s<stage>.<part>.<pass>.<index>.<name>", e.g. "s0.dense.fwd.03.qkv_proj".
+// part: embed, dense, moe, head or pp; pass: fwd or bwd; index: the op's place in its list (two digits).
+std::string op_id(int stage, const char* part, const char* pass, size_t index, const char* name);
 
 std::string to_string(OpClass c);
 std::string to_string(Group g);

@@ -1,7 +1,5 @@
 #include "simulator/op_listing.hpp"
 
-#include <cstdio>
-
 #include "simulator/op_cost.hpp"
 
 namespace sixfold {
@@ -25,9 +23,7 @@ void add_list(std::vector<ListedOp>& out, const OpPricer& pricer, int stage, con
   for (size_t i = 0; i < ops.size(); ++i) {
     const Op& op = ops[i];
     ListedOp r;
-    char index[16];
-    std::snprintf(index, sizeof index, "%02zu", i);
-    r.id = "s" + std::to_string(stage) + "." + part + "." + pass + "." + index + "." + op.name;
+    r.id = op_id(stage, part, pass, i, op.name);
     r.name = op.name;
     r.kind = kind_name(op.kind);
     r.op_class = to_string(op.op_class);
@@ -64,8 +60,10 @@ std::vector<ListedOp> list_ops(const HardwareProfile& hw, const Workload& work, 
     add_list(out, pricer, s, "embed", "bwd", st.edges->pre_backward, 0, m);
     // Each virtual chunk boundary sends the activation on and receives its gradient back.
     if (l.pp > 1) {
-      add_list(out, pricer, s, "pp", "fwd", {st.pp_send}, 0, st.last ? 0 : Count(v) * m);
-      add_list(out, pricer, s, "pp", "bwd", {st.pp_send}, 0, st.first ? 0 : Count(v) * m);
+      // Interleaved: the last stage sends its earlier chunks' activations on to stage 0 too, and
+      // the first stage its later chunks' gradients back to the last.
+      add_list(out, pricer, s, "pp", "fwd", {st.pp_send}, 0, Count(v) * m - (st.last ? m : 0));
+      add_list(out, pricer, s, "pp", "bwd", {st.pp_send}, 0, Count(v) * m - (st.first ? m : 0));
     }
   }
   return out;

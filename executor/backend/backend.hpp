@@ -15,7 +15,9 @@
 
 namespace sixfold {
 
-// Wall time per op name, summed over calls (the measured side of predicted-vs-measured).
+// Wall time per op name, summed over calls (the measured side of predicted-vs-measured). An op
+// timed inside another (a CP ring exchange inside the attention, the loss's all-reduces inside the
+// cross-entropy) counts only in its own entry: `total` is the op's own time, its inner ops' taken out.
 struct OpTime {
   Seconds total = 0;
   long calls = 0;
@@ -23,9 +25,10 @@ struct OpTime {
 
 // One timed op on this rank's clock, seconds since the backend was made: the measured timeline.
 struct OpEvent {
-  const char* name = "";  // static string, as ScopedOpTimer takes it
+  const char* name = "";  // lives as long as the backend (a static string or a step-program op id)
   Seconds start = 0, end = 0;
   int depth = 0;          // timed inside this many other timed ops
+  Seconds self = 0;       // end - start less the time of the ops timed inside it
 };
 
 class Backend {
@@ -52,6 +55,8 @@ class Backend {
   std::vector<OpEvent>& op_events() { return op_events_; }
   std::chrono::steady_clock::time_point origin() const { return origin_; }
   int& op_depth() { return op_depth_; }
+  // Time of the timed ops nested in each open one, innermost last (ScopedOpTimer).
+  std::vector<Seconds>& inner_time() { return inner_time_; }
 
  protected:
   explicit Backend(std::unique_ptr<Communicator> world) : world_(std::move(world)) {}
@@ -63,26 +68,35 @@ class Backend {
   std::vector<OpEvent> op_events_;
   std::chrono::steady_clock::time_point origin_ = std::chrono::steady_clock::now();
   int op_depth_ = 0;
+  std::vector<Seconds> inner_time_;
 };
 
-// Adds the wall time of a scope to backend.op_times()[name] and its span to backend.op_events().
+// Adds the wall time of a scope, less that of the timed scopes inside it, to
+// backend.op_times()[name] and its span to backend.op_events(). `name` must outlive the backend.
 class ScopedOpTimer {
  public:
   ScopedOpTimer(Backend& backend, const char* name)
       : backend_(backend), entry_(backend.op_times()[name]), name_(name), depth_(backend.op_depth()++),
         start_(std::chrono::steady_clock::now()) {
+    backend_.inner_time().push_back(0);
     backend_.op_begin(name);
   }
+  ScopedOpTimer(const ScopedOpTimer&) = delete;
+  ScopedOpTimer& operator=(const ScopedOpTimer&) = delete;
   ~ScopedOpTimer() {
     backend_.op_end();
     const auto end = std::chrono::steady_clock::now();
-    entry_.total += std::chrono::duration<double>(end - start_).count();
+    const Seconds span = std::chrono::duration<double>(end - start_).count();
+    const Seconds self = span - backend_.inner_time().back();
+    backend_.inner_time().pop_back();
+    if (!backend_.inner_time().empty()) backend_.inner_time().back() += span;
+    entry_.total += self;
     ++entry_.calls;
     --backend_.op_depth();
     const auto since = [&](std::chrono::steady_clock::time_point t) {
       return std::chrono::duration<double>(t - backend_.origin()).count();
     };
-    backend_.op_events().push_back({name_, since(start_), since(end), depth_});
+    backend_.op_events().push_back({name_, since(start_), since(end), depth_, self});
   }
 
  private:

@@ -277,11 +277,7 @@ void fit_from_runner(CpuCalibration& c) {
   RunOptions opt;
   opt.steps = 3;  // the last one is timed: the first touches every buffer
   const RunReport run = run_plan_on(m, l, w, opt, std::make_unique<SelfCommunicator>());
-  std::map<std::string, Seconds> measured;
-  for (const OpEvent& e : run.last_step_ops) {
-    const std::string cls = measured_op_class(e.name);
-    if (!cls.empty()) measured[cls] += e.end - e.start;
-  }
+  std::map<std::string, Seconds> measured = last_step_by_class(run);
   const HardwareProfile hw = parse_hardware(cpu_profile_yaml(c, "calibration", "this host", "today"), "calibration");
   std::map<std::string, Seconds> predicted;
   for (const auto& [cls, t] : predict(m, hw, w, l).compute_by_op_class) predicted[cls] += t;

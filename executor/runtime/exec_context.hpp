@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "executor/backend/backend.hpp"
+#include "executor/runtime/program_ops.hpp"
 #include "executor/runtime/process_groups.hpp"
 #include "models/layout.hpp"
 #include "models/model_spec.hpp"
@@ -22,6 +23,7 @@ struct ExecContext {
   const Layout* layout = nullptr;
   ProcessGroups* groups = nullptr;
   Backend* backend = nullptr;
+  const RankProgram* program = nullptr;  // the step program's ops this rank runs, by list
   long hidden = 0;
   int micro_batch = 1, seq = 0, seq_local = 0;
   long rows = 0, rows_residual = 0;
@@ -36,10 +38,27 @@ struct ExecContext {
   MemoryTracker* memory() const { return &backend->memory(); }
   Communicator& tp() const { return *groups->tp; }
 
+  // One GEMM of the program's op `op` (a fused op such as qkv_proj runs several).
   template <class T>
-  void gemm(const char* op, bool ta, bool tb, long m, long n, long k, const T* a, const T* b, T beta, T* c) const {
-    ScopedOpTimer timer(*backend, op);
+  void gemm(const OpHandle& op, bool ta, bool tb, long m, long n, long k, const T* a, const T* b, T beta, T* c) const {
+    OpScope timer(op);
     backend->gemm(ta, tb, m, n, k, T(1), a, b, beta, c);
+  }
+
+  // The ops of the TP boundaries: the all-gather entering a column-parallel GEMM (SP only), and the
+  // all-reduce (no SP) or reduce-scatter (SP) leaving a row-parallel one; in a backward list the
+  // same names stand for their backward collectives. The backward all-reduce of a column-parallel
+  // input without SP: `no_sp` (the program lists a layer's at the row-parallel op's place, the
+  // same message; the runtime runs it where Megatron does, after the column-parallel backward).
+  OpHandle tp_enter_op(OpCursor& ops, const char* allgather) const { return sp ? ops.take_collective(allgather) : OpHandle{}; }
+  OpHandle tp_exit_op(OpCursor& ops, const char* allreduce, const char* reducescatter) const {
+    return ops.take_collective(sp ? reducescatter : allreduce);
+  }
+  OpHandle tp_enter_grad_op(OpCursor& ops, const char* allgather, const char* no_sp) const {
+    return ops.take_collective(sp ? allgather : no_sp);
+  }
+  OpHandle tp_exit_grad_op(OpCursor& ops, const char* reducescatter) const {
+    return sp ? ops.take_collective(reducescatter) : OpHandle{};
   }
 
   // Positions of the tokens held by CP rank r: chunks r and 2cp-1-r of 2cp (causal load balance).
@@ -57,14 +76,14 @@ struct ExecContext {
   }
 
   template <class T>
-  void enter_tp_forward(const T* in, T* out) const {  // [rows_residual, H] -> [rows, H]
-    ScopedOpTimer timer(*backend, "tp_all_gather");
+  void enter_tp_forward(const OpHandle& op, const T* in, T* out) const {  // [rows_residual, H] -> [rows, H]
+    OpScope timer(op);
     if (sp) tp().all_gather(in, out, rows_residual * hidden, elem_type_of<T>());
     else std::copy_n(in, rows * hidden, out);
   }
   template <class T>
-  void enter_tp_backward(T* grad_full, T* out) const {  // [rows, H] partial -> [rows_residual, H]
-    ScopedOpTimer timer(*backend, "tp_reduce");
+  void enter_tp_backward(const OpHandle& op, T* grad_full, T* out) const {  // [rows, H] partial -> [rows_residual, H]
+    OpScope timer(op);
     if (sp) {
       tp().reduce_scatter(grad_full, out, rows_residual * hidden, elem_type_of<T>());
     } else {
@@ -73,9 +92,9 @@ struct ExecContext {
     }
   }
   template <class T>
-  void exit_tp_forward(T* partial_full, T* out) const { enter_tp_backward(partial_full, out); }
+  void exit_tp_forward(const OpHandle& op, T* partial_full, T* out) const { enter_tp_backward(op, partial_full, out); }
   template <class T>
-  void exit_tp_backward(const T* in, T* out) const { enter_tp_forward(in, out); }
+  void exit_tp_backward(const OpHandle& op, const T* in, T* out) const { enter_tp_forward(op, in, out); }
 };
 
 }  // namespace sixfold

@@ -1,28 +1,22 @@
 #include "executor/runtime/measured_op_class.hpp"
 
+#include "executor/runtime/run.hpp"
+
 namespace sixfold {
 
-namespace {
-bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
-bool has(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
-}  // namespace
-
 std::string measured_op_class(const std::string& op) {
-  if (starts_with(op, "recompute_")) return "";
-  // The cost model prices the router's GEMM as class router and its top-k with the permutation.
-  if (starts_with(op, "moe_router_gemm")) return "router";
-  if (has(op, "permute")) return "permute";
-  if (has(op, "gemm")) return "gemm";
-  if (starts_with(op, "attention_")) return "attention";
-  if (starts_with(op, "norm_")) return "norm";
-  if (starts_with(op, "activation_") || starts_with(op, "rope_")) return "elementwise";
-  if (starts_with(op, "embedding_")) return "embedding";
-  if (starts_with(op, "cross_entropy_")) return "loss";
-  if (starts_with(op, "optimizer")) return "optimizer";
-  if (starts_with(op, "tp_") || starts_with(op, "cp_") || starts_with(op, "pp_") || starts_with(op, "dp_") ||
-      starts_with(op, "ep_"))
-    return "communication";
+  if (op.rfind("optimizer", 0) == 0) return "optimizer";
+  if (op.rfind("pp_", 0) == 0 || op.rfind("dp_", 0) == 0) return "communication";
   return "other";
+}
+
+std::map<std::string, Seconds> last_step_by_class(const RunReport& report) {
+  std::map<std::string, Seconds> out;
+  for (const OpEvent& e : report.last_step_ops) {
+    const auto it = report.op_class_of.find(e.name);
+    out[it == report.op_class_of.end() ? measured_op_class(e.name) : it->second] += e.self;
+  }
+  return out;
 }
 
 }  // namespace sixfold

@@ -1,13 +1,20 @@
 #pragma once
-// The op class (models/step_program.hpp's OpClass names) of an op the runtime times, so that
-// measured time can be set against the cost model's compute_by_op_class. Until the executor runs
-// the step program itself (issue 14), its op names are its own: this is the one place that maps
-// them. Returns "" for a scope that only wraps other timed ops (recompute_forward re-runs the
-// forward's own timed ops), which a per-class sum must skip to count nothing twice.
+// The op class of work the runtime times outside the step program's ops (program_ops.hpp: the
+// pipeline receives, the data-parallel gradient reduction, the optimizer step), so that measured
+// time can be set against the cost model's classes; the program's own ops carry their class.
+#include <map>
 #include <string>
+
+#include "common/units.hpp"
 
 namespace sixfold {
 
-std::string measured_op_class(const std::string& executor_op);
+struct RunReport;
+
+// "communication" for pp_recv and dp_*, "optimizer" for optimizer_step, "other" otherwise.
+std::string measured_op_class(const std::string& outside_op);
+
+// Measured seconds per op class of the report's last step, each timed scope counted once (its own time).
+std::map<std::string, Seconds> last_step_by_class(const RunReport& report);
 
 }  // namespace sixfold

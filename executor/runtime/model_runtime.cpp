@@ -4,8 +4,8 @@
 
 #include "common/error.hpp"
 #include "executor/runtime/param_init.hpp"
-#include "models/pipeline_schedule.hpp"
 #include "executor/runtime/synthetic_data.hpp"
+#include "models/pipeline_schedule.hpp"
 #include "simulator/memory_model.hpp"
 #include "kernels/cross_entropy_ref.hpp"
 #include "kernels/norm_ref.hpp"
@@ -57,6 +57,10 @@ ModelRuntime<T>::ModelRuntime(const ModelSpec& model, const Layout& layout, cons
   require(work.mtp_layers == 0, "multi-token prediction (--mtp-num-layers) is not implemented in the executor");
   require(!work.fp8_activation_input_store, "the fp8 SwiGLU input store is not implemented in the executor");
 
+  require(!model.dropout, "dropout is not implemented in the executor");
+  require(work.train_metric_passes == 0, "training-metric passes (workload.train_metric_passes) are not run by the executor");
+  program_ = std::make_unique<RankProgram>(rank_program(model, layout, work, groups.me.pp));
+  ctx_.program = program_.get();
   ctx_.model = &model_;
   ctx_.layout = &layout_;
   ctx_.groups = &groups;
@@ -204,6 +208,7 @@ void ModelRuntime<T>::forward(int chunk_index, int m, long step) {
   if (chunk.first) {
     embedding_forward(*mb, x.data());
   } else {
+    // Waiting for the previous stage: not an op of the program (its send is), timed apart.
     ScopedOpTimer timer(*ctx_.backend, "pp_recv");
     const int prev = (me.pp + layout_.pp - 1) % layout_.pp;
     ctx_.groups->pp->recv(x.data(), width, elem_type_of<T>(), prev, tag(m, chunk.virtual_stage, true));
@@ -216,7 +221,8 @@ void ModelRuntime<T>::forward(int chunk_index, int m, long step) {
   if (chunk.last) {
     loss_sum_ += head_forward(*mb, x.data());
   } else {
-    ScopedOpTimer timer(*ctx_.backend, "pp_send");
+    OpCursor ops(*ctx_.backend, program_->pp_fwd);
+    OpScope timer(ops.take("pp_send"));
     auto out = std::make_unique<TrackedBuffer<T>>(std::move(x));
     const int next = (me.pp + 1) % layout_.pp;
     ctx_.groups->pp->send(out->data(), width, elem_type_of<T>(), next, tag(m, chunk.virtual_stage + 1, true));
@@ -259,7 +265,8 @@ void ModelRuntime<T>::backward(int chunk_index, int m) {
     embedding_backward(mb, d.data());
     if (last_micro_batch) grads_ready(embedding_.get());
   } else {
-    ScopedOpTimer timer(*ctx_.backend, "pp_send");
+    OpCursor ops(*ctx_.backend, program_->pp_bwd);
+    OpScope timer(ops.take("pp_send"));
     auto out = std::make_unique<TrackedBuffer<T>>(std::move(d));
     const int prev = (me.pp + layout_.pp - 1) % layout_.pp;
     ctx_.groups->pp->send(out->data(), width, elem_type_of<T>(), prev, tag(m, chunk.virtual_stage - 1, false));
@@ -270,25 +277,32 @@ void ModelRuntime<T>::backward(int chunk_index, int m) {
 
 template <class T>
 void ModelRuntime<T>::embedding_forward(MicroBatchState& mb, T* out) {
-  ScopedOpTimer timer(*ctx_.backend, "embedding_forward");
+  OpCursor ops(*ctx_.backend, program_->embed_fwd);
   const long H = ctx_.hidden, N = ctx_.rows;
   TrackedBuffer<T> full(ctx_.memory(), MemoryCategory::Buffers, N * H);
   embedding_->acquire_weights();
-  const T* table = embedding_->weight(embedding_w_);
-  for (long r = 0; r < N; ++r) {
-    const long local = mb.tokens[r] - ctx_.vocab_start;
-    if (local >= 0 && local < ctx_.vocab_local) std::copy_n(table + local * H, H, full.data() + r * H);
+  {
+    OpScope timer(ops.take("embedding"));
+    const T* table = embedding_->weight(embedding_w_);
+    for (long r = 0; r < N; ++r) {
+      const long local = mb.tokens[r] - ctx_.vocab_start;
+      if (local >= 0 && local < ctx_.vocab_local) std::copy_n(table + local * H, H, full.data() + r * H);
+    }
   }
   embedding_->release_weights();
-  ctx_.exit_tp_forward(full.data(), out);  // vocab-parallel: each TP rank contributed its rows
+  // Vocab-parallel: each TP rank contributed its rows.
+  ctx_.exit_tp_forward(ctx_.tp_exit_op(ops, "embed_allreduce", "embed_reducescatter"), full.data(), out);
+  ops.finish();
 }
 
 template <class T>
 void ModelRuntime<T>::embedding_backward(MicroBatchState& mb, const T* dout) {
-  ScopedOpTimer timer(*ctx_.backend, "embedding_backward");
+  OpCursor ops(*ctx_.backend, program_->embed_bwd);
   const long H = ctx_.hidden, N = ctx_.rows;
   TrackedBuffer<T> full(ctx_.memory(), MemoryCategory::Buffers, N * H);
-  ctx_.exit_tp_backward(dout, full.data());
+  ctx_.exit_tp_backward(ctx_.tp_exit_grad_op(ops, "embed_reducescatter"), dout, full.data());
+  OpScope timer(ops.take("embedding"));
+  ops.finish();
   embedding_->acquire_grads();
   T* grad = embedding_->grad(embedding_w_);
   for (long r = 0; r < N; ++r) {
@@ -304,6 +318,11 @@ double ModelRuntime<T>::head_forward(MicroBatchState& mb, const T* x) {
   const long H = ctx_.hidden, N = ctx_.rows, Nr = ctx_.rows_residual, Vl = ctx_.vocab_local;
   MemoryTracker* mem = ctx_.memory();
   const auto A = MemoryCategory::Activations, Bf = MemoryCategory::Buffers;
+  OpCursor ops(*ctx_.backend, program_->head_fwd);
+  const OpHandle norm = ops.take("final_norm"), gather = ctx_.tp_enter_op(ops, "head_allgather"),
+                 gemm = ops.take("lm_head"), loss_op = ops.take("cross_entropy"),
+                 reduce = ops.take_collective("loss_allreduce");
+  ops.finish();
   mb.head_in.reset(mem, A, Nr * H);
   std::copy_n(x, Nr * H, mb.head_in.data());
   mb.head_normed.reset(mem, A, Nr * H);
@@ -311,7 +330,7 @@ double ModelRuntime<T>::head_forward(MicroBatchState& mb, const T* x) {
   mb.norm_rstd.reset(mem, A, Nr);
   final_norm_->acquire_weights();
   {
-    ScopedOpTimer timer(*ctx_.backend, "norm_forward");
+    OpScope timer(norm);
     if (model_.norm == NormKind::LayerNorm)
       layernorm_forward_ref(x, final_norm_->weight(final_norm_w_), final_norm_->weight(final_norm_b_),
                             mb.head_normed.data(), mb.norm_mean.data(), mb.norm_rstd.data(), int(Nr), int(H),
@@ -331,22 +350,32 @@ double ModelRuntime<T>::head_forward(MicroBatchState& mb, const T* x) {
     const T* head_full = mb.head_normed.data();
     if (ctx_.sp) {
       full.reset(mem, Bf, N * H);
-      ctx_.enter_tp_forward(mb.head_normed.data(), full.data());
+      ctx_.enter_tp_forward(gather, mb.head_normed.data(), full.data());
       head_full = full.data();
     }
     head->acquire_weights();
-    ctx_.gemm("lm_head_gemm", false, true, N, Vl, H, head_full, head->weight(w), T(0), logits.data());
+    ctx_.gemm(gemm, false, true, N, Vl, H, head_full, head->weight(w), T(0), logits.data());
     head->release_weights();
   }
-  ScopedOpTimer timer(*ctx_.backend, "cross_entropy_forward");
+  // The loss's three all-reduces run inside it (each needs the last): timed apart as loss_allreduce.
+  OpScope timer(loss_op);
   Communicator& tp = ctx_.tp();
   TrackedBuffer<T> row_max(mem, Bf, N), row_sumexp(mem, Bf, N), target(mem, Bf, N);
   logits_rowmax_ref(logits.data(), row_max.data(), int(N), int(Vl));
-  tp.all_reduce_max(row_max.data(), N);
+  {
+    OpScope reducing(reduce);
+    tp.all_reduce_max(row_max.data(), N);
+  }
   logits_sumexp_ref(logits.data(), row_max.data(), row_sumexp.data(), int(N), int(Vl));
-  tp.all_reduce_sum(row_sumexp.data(), N);
+  {
+    OpScope reducing(reduce);
+    tp.all_reduce_sum(row_sumexp.data(), N);
+  }
   target_logit_ref(logits.data(), mb.targets.data(), int(ctx_.vocab_start), target.data(), int(N), int(Vl));
-  tp.all_reduce_sum(target.data(), N);
+  {
+    OpScope reducing(reduce);
+    tp.all_reduce_sum(target.data(), N);
+  }
   mb.softmax.reset(mem, A, N * Vl);
   for (long r = 0; r < N; ++r) {
     const double max = row_max[r], inv_sum = 1.0 / double(row_sumexp[r]);
@@ -362,10 +391,15 @@ void ModelRuntime<T>::head_backward(MicroBatchState& mb, T* dx) {
   const long H = ctx_.hidden, N = ctx_.rows, Nr = ctx_.rows_residual, Vl = ctx_.vocab_local;
   MemoryTracker* mem = ctx_.memory();
   const auto Bf = MemoryCategory::Buffers;
+  OpCursor ops(*ctx_.backend, program_->head_bwd);
+  const OpHandle loss_op = ops.take("cross_entropy"), gemm = ops.take("lm_head"), gemm_w = ops.take("lm_head", true),
+                 enter = ctx_.tp_enter_grad_op(ops, "head_allgather", "head_grad_allreduce"),
+                 norm = ops.take("final_norm");
+  ops.finish();
   TrackedBuffer<T> dlogits(mem, Bf, N * Vl), dfull(mem, Bf, N * H), dnormed(mem, Bf, Nr * H);
   {
     // d loss / d logit = (softmax - onehot(target)) / tokens of the global batch.
-    ScopedOpTimer timer(*ctx_.backend, "cross_entropy_backward");
+    OpScope timer(loss_op);
     const T dloss = T(1.0 / (double(work_.global_batch) * double(work_.seq)));
     for (long r = 0; r < N; ++r) {
       for (long v = 0; v < Vl; ++v) dlogits[r * Vl + v] = mb.softmax[r * Vl + v] * dloss;
@@ -381,21 +415,23 @@ void ModelRuntime<T>::head_backward(MicroBatchState& mb, T* dx) {
     const T* head_full = mb.head_normed.data();
     if (ctx_.sp) {
       full.reset(mem, Bf, N * H);
-      ctx_.enter_tp_forward(mb.head_normed.data(), full.data());
+      // Megatron re-gathers the saved shard for the weight gradient; the program prices only the
+      // gradient's reduce-scatter under this op.
+      ctx_.enter_tp_forward(enter, mb.head_normed.data(), full.data());
       head_full = full.data();
     }
     head->acquire_weights();
     head->acquire_grads();
-    ctx_.gemm("lm_head_gemm_backward", true, false, Vl, H, N, dlogits.data(), head_full, T(1), head->grad(w));
-    ctx_.gemm("lm_head_gemm_backward", false, false, N, H, Vl, dlogits.data(), head->weight(w), T(0), dfull.data());
+    ctx_.gemm(gemm_w, true, false, Vl, H, N, dlogits.data(), head_full, T(1), head->grad(w));
+    ctx_.gemm(gemm, false, false, N, H, Vl, dlogits.data(), head->weight(w), T(0), dfull.data());
     head->release_grads(nullptr);
     head->release_weights();
   }
-  ctx_.enter_tp_backward(dfull.data(), dnormed.data());
+  ctx_.enter_tp_backward(enter, dfull.data(), dnormed.data());
   final_norm_->acquire_weights();
   final_norm_->acquire_grads();
   {
-    ScopedOpTimer timer(*ctx_.backend, "norm_backward");
+    OpScope timer(norm);
     if (model_.norm == NormKind::LayerNorm)
       layernorm_backward_ref(dnormed.data(), mb.head_in.data(), final_norm_->weight(final_norm_w_), mb.norm_mean.data(),
                              mb.norm_rstd.data(), dx, final_norm_->grad(final_norm_w_), final_norm_->grad(final_norm_b_),

@@ -51,6 +51,7 @@ class ModelRuntime {
   const ModelSpec& model_;
   Layout layout_;
   Workload work_;
+  std::unique_ptr<RankProgram> program_;  // the step program's ops of this rank's stage (ctx_.program)
   ExecContext ctx_;
   std::uint64_t seed_;
   TrainingHyperparameters hp_;

@@ -32,15 +32,16 @@ struct MoeSaved {
   TrackedBuffer<T> gate_weight, expert_in, expert_prob, expert_gate, expert_up, expert_act;
 };
 
-// x [rows, H] -> out [rows, H] (written). Saves what backward needs in `saved`.
+// x [rows, H] -> out [rows, H] (written). Saves what backward needs in `saved`. Each piece of work is
+// one op of the MoE layer's program, taken from `ops` (router, permutation, dispatch, experts, combine).
 // `saved_category`: Activations, or Buffers when the layer is fully recomputed (dropped at once).
 template <class T>
-void moe_forward(const ExecContext& ctx, long rows, const T* x, const MoeWeights<T>& w, T* out, MoeSaved<T>& saved,
-                 MemoryCategory saved_category = MemoryCategory::Activations);
+void moe_forward(const ExecContext& ctx, OpCursor& ops, long rows, const T* x, const MoeWeights<T>& w, T* out,
+                 MoeSaved<T>& saved, MemoryCategory saved_category = MemoryCategory::Activations);
 
 // dx is written; parameter gradients accumulate.
 template <class T>
-void moe_backward(const ExecContext& ctx, long rows, const T* x, const T* dout, const MoeWeights<T>& w,
+void moe_backward(const ExecContext& ctx, OpCursor& ops, long rows, const T* x, const T* dout, const MoeWeights<T>& w,
                   const MoeGrads<T>& g, MoeSaved<T>& saved, T* dx);
 
 }  // namespace sixfold

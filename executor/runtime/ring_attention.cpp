@@ -11,10 +11,10 @@ constexpr int kForwardTag = 11, kBackwardTag = 12;
 
 // Sends `send` to the next CP rank and receives the previous rank's block into `recv`.
 template <class T>
-void ring_shift(const ExecContext& ctx, TrackedBuffer<T>& send, TrackedBuffer<T>& recv, int tag) {
+void ring_shift(const ExecContext& ctx, const OpHandle& op, TrackedBuffer<T>& send, TrackedBuffer<T>& recv, int tag) {
   Communicator& cp = *ctx.groups->cp;
   const int next = (cp.rank() + 1) % cp.size(), prev = (cp.rank() + cp.size() - 1) % cp.size();
-  ScopedOpTimer timer(*ctx.backend, "cp_ring_exchange");
+  OpScope timer(op);
   cp.send(send.data(), send.size(), elem_type_of<T>(), next, tag);
   cp.recv(recv.data(), recv.size(), elem_type_of<T>(), prev, tag);
   cp.wait_sends();
@@ -23,7 +23,7 @@ void ring_shift(const ExecContext& ctx, TrackedBuffer<T>& send, TrackedBuffer<T>
 }  // namespace
 
 template <class T>
-void ring_attention_forward(const ExecContext& ctx, const T* q, const T* k, const T* v, T* out, T* lse) {
+void ring_attention_forward(const ExecContext& ctx, const OpHandle& attention, const OpHandle& exchange, const T* q, const T* k, const T* v, T* out, T* lse) {
   const int cp = ctx.layout->cp, me = ctx.groups->me.cp;
   const int S = ctx.seq_local, hl = ctx.heads_local, kvl = ctx.kv_heads_local, d = ctx.head_dim;
   const long kv_numel = ctx.rows * kvl * d;
@@ -42,7 +42,7 @@ void ring_attention_forward(const ExecContext& ctx, const T* q, const T* k, cons
   for (int step = 0; step < cp; ++step) {
     const int source = (me - step + cp) % cp;
     const std::vector<int> k_pos = ctx.cp_positions(source);
-    ScopedOpTimer timer(*ctx.backend, "attention_forward");
+    OpScope timer(attention);
     for (int b = 0; b < ctx.micro_batch; ++b) {
       const long qo = long(b) * S * hl * d, ko = long(b) * S * kvl * d, lo = long(b) * hl * S;
       T* o = step == 0 ? out + qo : part.data() + qo;
@@ -51,12 +51,12 @@ void ring_attention_forward(const ExecContext& ctx, const T* q, const T* k, cons
                             hl, kvl, d, scale);
       if (step > 0) merge_attention_partial_ref(out + qo, lse + lo, o, l, S, hl, d);
     }
-    if (step + 1 < cp) ring_shift(ctx, kv, incoming, kForwardTag);
+    if (step + 1 < cp) ring_shift(ctx, exchange, kv, incoming, kForwardTag);
   }
 }
 
 template <class T>
-void ring_attention_backward(const ExecContext& ctx, const T* dout, const T* q, const T* k, const T* v,
+void ring_attention_backward(const ExecContext& ctx, const OpHandle& attention, const OpHandle& exchange, const T* dout, const T* q, const T* k, const T* v,
                              const T* out, const T* lse, T* dq, T* dk, T* dv) {
   const int cp = ctx.layout->cp, me = ctx.groups->me.cp;
   const int S = ctx.seq_local, hl = ctx.heads_local, kvl = ctx.kv_heads_local, d = ctx.head_dim;
@@ -74,7 +74,7 @@ void ring_attention_backward(const ExecContext& ctx, const T* dout, const T* q, 
     const int source = (me - step + cp) % cp;
     const std::vector<int> k_pos = ctx.cp_positions(source);
     {
-      ScopedOpTimer timer(*ctx.backend, "attention_backward");
+      OpScope timer(attention);
       T* kb = buf.data();
       T* vb = kb + kv_numel;
       T* dkb = vb + kv_numel;
@@ -86,19 +86,19 @@ void ring_attention_backward(const ExecContext& ctx, const T* dout, const T* q, 
       }
       for (long i = 0; i < q_numel; ++i) dq[i] += dq_part[i];
     }
-    if (cp > 1) ring_shift(ctx, buf, incoming, kBackwardTag);
+    if (cp > 1) ring_shift(ctx, exchange, buf, incoming, kBackwardTag);
   }
   std::copy_n(buf.data() + 2 * kv_numel, kv_numel, dk);
   std::copy_n(buf.data() + 3 * kv_numel, kv_numel, dv);
 }
 
-template void ring_attention_forward<float>(const ExecContext&, const float*, const float*, const float*, float*,
+template void ring_attention_forward<float>(const ExecContext&, const OpHandle&, const OpHandle&, const float*, const float*, const float*, float*,
                                             float*);
-template void ring_attention_forward<double>(const ExecContext&, const double*, const double*, const double*, double*,
+template void ring_attention_forward<double>(const ExecContext&, const OpHandle&, const OpHandle&, const double*, const double*, const double*, double*,
                                              double*);
-template void ring_attention_backward<float>(const ExecContext&, const float*, const float*, const float*, const float*,
+template void ring_attention_backward<float>(const ExecContext&, const OpHandle&, const OpHandle&, const float*, const float*, const float*, const float*,
                                              const float*, const float*, float*, float*, float*);
-template void ring_attention_backward<double>(const ExecContext&, const double*, const double*, const double*,
+template void ring_attention_backward<double>(const ExecContext&, const OpHandle&, const OpHandle&, const double*, const double*, const double*,
                                               const double*, const double*, const double*, double*, double*, double*);
 
 }  // namespace sixfold

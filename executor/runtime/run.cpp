@@ -5,7 +5,9 @@
 
 #include "common/error.hpp"
 #include "executor/comm/emulated_communicator.hpp"
+#include "executor/runtime/measured_op_class.hpp"
 #include "executor/runtime/model_runtime.hpp"
+#include "executor/runtime/program_ops.hpp"
 #include "executor/runtime/process_groups.hpp"
 #ifdef SIXFOLD_HAVE_CUDA
 #include "executor/backend/cuda/cuda_backend.hpp"
@@ -118,6 +120,20 @@ RunReport run_plan_on(const ModelSpec& model, const Layout& layout, const Worklo
   report.tokens_per_second = double(work.global_batch) * double(work.seq) / report.step_time;
   report.op_times = backend->op_times();
   report.last_step_ops = backend->op_events();
+  // The program ops this rank ran, in the program's order; the rest is work outside the program.
+  const RankProgram program = rank_program(model, layout, work, groups.me.pp);
+  for (const ProgramOpList* list : program.lists())
+    for (const ProgramOp& op : list->ops) {
+      const auto it = report.op_times.find(op.id);
+      if (it == report.op_times.end()) continue;
+      report.ops.push_back({op.id, op.op->name, to_string(op.op->op_class), it->second.calls, it->second.total});
+      report.op_class_of[op.id] = report.ops.back().op_class;
+    }
+  for (const auto& [name, t] : report.op_times)
+    if (!report.op_class_of.count(name)) {
+      report.outside_program[name] = t;
+      report.op_class_of[name] = measured_op_class(name);
+    }
 #ifdef SIXFOLD_HAVE_CUDA
   if (!options.trace_path.empty()) {
     report.trace_written = trace_path_of_rank(options.trace_path, report.rank, report.world_size);

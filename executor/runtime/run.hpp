@@ -39,6 +39,14 @@ struct RankMemory {
   Bytes peak_total = 0;
 };
 
+// A program op this rank ran (program_ops.hpp), all steps summed: its own time, the ops timed
+// inside it taken out.
+struct MeasuredOp {
+  std::string id, name, op_class;  // op_id; the program's op name; to_string(OpClass)
+  long calls = 0;                  // timed scopes (a fused op runs several kernels; layers x micro-batches)
+  Seconds seconds = 0;
+};
+
 struct RunReport {
   int world_size = 1;
   int rank = 0;
@@ -46,7 +54,10 @@ struct RunReport {
   std::vector<Seconds> step_times;           // wall time of each step on this rank
   Seconds step_time = 0;                     // median step time (the first step excluded when there are more)
   double tokens_per_second = 0;              // global tokens per step / step_time
-  std::map<std::string, OpTime> op_times;    // this rank, summed over all steps
+  std::map<std::string, OpTime> op_times;    // this rank, summed over all steps, by op id or (outside the program) name
+  std::vector<MeasuredOp> ops;               // this rank's program ops, in program order
+  std::map<std::string, OpTime> outside_program;  // timed work that is not (yet) an op of the program
+  std::map<std::string, std::string> op_class_of;  // op id or name in op_times -> its op class
   std::vector<OpEvent> last_step_ops;        // this rank's timed ops of the last step (the measured timeline)
   std::vector<RankMemory> memory_per_rank;   // every rank's peaks (gathered), index = world rank
   int emulated_rank = -1;                    // >= 0: memory_per_rank holds only this rank's (index 0)

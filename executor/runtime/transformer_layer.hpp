@@ -1,5 +1,6 @@
 #pragma once
-// One pre-norm decoder layer on one rank, forward and backward written out:
+// One pre-norm decoder layer on one rank, forward and backward written out, each piece of work one
+// op of the layer's step program (program_ops.hpp: a run that leaves out or adds an op fails):
 //   h = x + W_o · attn(rope(W_q n1), rope(W_k n1), W_v n1),  n1 = norm(x)
 //   y = h + FFN(norm(h)),  FFN = SwiGLU/GELU MLP (dense) or MoE
 // with Megatron tensor parallelism (q/k/v and gate/up column-parallel, o and down row-parallel,
@@ -45,12 +46,15 @@ class TransformerLayer {
   void backward(const ExecContext& ctx, const T* dout, T* dx, LayerSaved<T>& saved);
 
  private:
-  void forward_impl(const ExecContext& ctx, LayerSaved<T>& s, T* out);
-  // Under SP the all-gather of a saved norm-output shard into `full` (Buffers); else the shard itself.
-  const T* gathered(const ExecContext& ctx, const TrackedBuffer<T>& shard, TrackedBuffer<T>& full) const;
-  void norm_forward(const ExecContext& ctx, int w, int b, const T* in, T* out, T* mean, T* rstd, long rows);
-  void norm_backward(const ExecContext& ctx, int w, int b, const T* dy, const T* x, const T* mean, const T* rstd,
-                     T* dx, long rows);
+  // Runs the forward ops from `ops`: the forward list, or the backward list's re-run forward.
+  void forward_impl(const ExecContext& ctx, LayerSaved<T>& s, T* out, OpCursor& ops);
+  // Under SP the all-gather of a saved norm-output shard into `full` (Buffers), timed under `op`;
+  // else the shard itself.
+  const T* gathered(const ExecContext& ctx, const OpHandle& op, const TrackedBuffer<T>& shard, TrackedBuffer<T>& full) const;
+  void norm_forward(const ExecContext& ctx, const OpHandle& op, int w, int b, const T* in, T* out, T* mean, T* rstd,
+                    long rows);
+  void norm_backward(const ExecContext& ctx, const OpHandle& op, int w, int b, const T* dy, const T* x, const T* mean,
+                     const T* rstd, T* dx, long rows);
   MoeWeights<T> moe_weights();
   MoeGrads<T> moe_grads();
 

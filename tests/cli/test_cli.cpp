@@ -438,3 +438,29 @@ TEST_CASE("the out-of-source spot checks in bench/spot_checks load and every row
     CHECK(j["rows_predicted_not_to_fit"].get<int>() == 0);
   }
 }
+
+TEST_CASE("predict --ops --json and run --json list the same op ids, each run with a measured and a predicted time") {
+  const std::string plan = write_temp("plan-ops.yaml",
+                                      "schema_version: 1\nmodel:\n  name: tiny\n  architecture: {name: tiny, layers: 2, hidden: 32, "
+                                      "ffn: 64, heads: 4, kv_heads: 2, vocab: 64, max_seq: 32, norm: rmsnorm, activation: swiglu}\n"
+                                      "hardware: cpu-dev\ngpus: 1\nworkload: {seq: 16, global_batch: 4, dtype: fp32}\n"
+                                      "layout: {dp: 1, micro_batch: 2, recompute: selective}\n");
+  Result p = run_sixfold("predict --plan " + plan + " --ops --json");
+  REQUIRE(p.code == 0);
+  Result r = run_sixfold("run --plan " + plan + " --steps 2 --json");
+  REQUIRE(r.code == 0);
+  const auto pj = nlohmann::json::parse(p.output), rj = nlohmann::json::parse(r.output);
+  std::set<std::string> predicted, ran;
+  for (const auto& o : pj["ops"]) predicted.insert(o["id"].get<std::string>());
+  for (const auto& o : rj["ops"]) {
+    ran.insert(o["id"].get<std::string>());
+    CHECK(o["measured_s"].get<double>() > 0);
+    CHECK(o["predicted_s"].get<double>() > 0);
+  }
+  CHECK(!ran.empty());
+  CHECK(ran == predicted);
+  CHECK(rj["predicted"]["step_time_s"].get<double>() > 0);
+  CHECK(rj["measured"]["step_time_s"].get<double>() > 0);
+  CHECK(rj["outside_program"].contains("optimizer_step"));
+  CHECK(!rj["op_classes"].empty());
+}

@@ -8,12 +8,16 @@
 #include <cstdio>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 
 #include "common/error.hpp"
 #include "executor/comm/communicator.hpp"
 #include "executor/runtime/run.hpp"
 #include "executor/comm/self_communicator.hpp"
+#include "models/rank_mesh.hpp"
+#include "simulator/hardware_profile.hpp"
+#include "simulator/op_listing.hpp"
 #include "tiny_model.hpp"
 
 using namespace sixfold;
@@ -104,6 +108,22 @@ bool memory_matches(const ModelSpec& model, const Layout& l, const RunReport& ru
   return ok;
 }
 
+// The ops this rank ran are the ops `predict --ops` lists for its stage: the same ids, each run.
+bool ran_the_program(const ModelSpec& model, const Layout& l, const Workload& work, const RunReport& run) {
+  const int stage = rank_coordinates(l, run.rank).pp;
+  std::set<std::string> listed, ran;
+  for (const ListedOp& o : list_ops(load_hardware("cpu-dev"), work, l, expand_step_program(model, l, work)))
+    if (o.stage == stage) listed.insert(o.id);
+  for (const MeasuredOp& o : run.ops)
+    if (o.calls > 0) ran.insert(o.id);
+  if (listed == ran) return true;
+  for (const auto& id : listed)
+    if (!ran.count(id)) std::printf("  rank %d: the program's op %s was not run\n", run.rank, id.c_str());
+  for (const auto& id : ran)
+    if (!listed.count(id)) std::printf("  rank %d: ran %s, which predict --ops does not list\n", run.rank, id.c_str());
+  return false;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -151,7 +171,10 @@ int main(int argc, char** argv) {
     }
     const bool memory_ok =
         memory_matches(model, c.layout, run, opt.precision == Precision::Float64 ? 8 : 4);
-    return worst <= tolerance && memory_ok ? 0 : 1;
+    const bool ops_ok = ran_the_program(model, c.layout, work, run) && ran_the_program(model, single, work, reference);
+    if (run.rank == 0) std::printf("  ops: %zu of the program run on rank 0, the same set as predict --ops: %s\n",
+                                   run.ops.size(), ops_ok ? "yes" : "no (above)");
+    return worst <= tolerance && memory_ok && ops_ok ? 0 : 1;
   } catch (const UsageError& e) {
     std::fprintf(stderr, "usage error: %s\n", e.what());
     return 2;

@@ -1,9 +1,13 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <set>
 
 #include "common/error.hpp"
 #include "executor/runtime/run.hpp"
+#include "simulator/hardware_profile.hpp"
+#include "simulator/op_listing.hpp"
 #include "tiny_model.hpp"
 
 using namespace sixfold;
@@ -22,7 +26,39 @@ TEST_CASE("single rank: loss falls on the learnable synthetic task (float64)") {
   CHECK(report.losses[0] == doctest::Approx(std::log(128.0)).epsilon(0.05));
   CHECK(report.losses.back() < 0.5 * report.losses[0]);
   CHECK(report.tokens_per_second > 0);
-  CHECK(report.op_times.count("qkv_gemm") == 1);
+  // Timed under the program's id s0.dense.fwd.NN.qkv_proj: its three GEMMs per layer and micro-batch.
+  const auto qkv = std::find_if(report.ops.begin(), report.ops.end(), [](const MeasuredOp& o) {
+    return o.id.rfind("s0.dense.fwd.", 0) == 0 && o.name == "qkv_proj";
+  });
+  REQUIRE(qkv != report.ops.end());
+  CHECK(qkv->op_class == "gemm");
+  CHECK(qkv->calls == 30 * 4 * 2 * 3);  // steps x layers x micro-batches x GEMMs (q, k, v)
+  CHECK(qkv->seconds > 0);
+}
+
+TEST_CASE("single rank: the ops run are the step program's, each timed; recompute re-runs under the backward's ids") {
+  RunOptions opt;
+  opt.steps = 1;
+  for (Recompute r : {Recompute::None, Recompute::Selective, Recompute::Full})
+    for (bool moe : {false, true}) {
+      CAPTURE(to_string(r));
+      CAPTURE(moe);
+      Layout l;
+      l.micro_batch = 2;
+      l.recompute = r;
+      const ModelSpec m = tiny_model(moe);
+      const Workload w = tiny_workload();
+      const RunReport report = run_plan(m, l, w, opt);
+      std::set<std::string> listed, ran;
+      for (const ListedOp& o : list_ops(load_hardware("cpu-dev"), w, l, expand_step_program(m, l, w))) listed.insert(o.id);
+      for (const MeasuredOp& o : report.ops) {
+        CHECK(o.seconds > 0);
+        ran.insert(o.id);
+      }
+      CHECK(ran == listed);
+      // Work outside the program is named apart: the optimizer step (no pipeline, no DP here).
+      CHECK(report.outside_program.count("optimizer_step") == 1);
+    }
 }
 
 TEST_CASE("single rank: float32 and float64 agree, MoE and GELU/LayerNorm variants train") {

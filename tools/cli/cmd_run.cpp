@@ -10,6 +10,7 @@
 #include "executor/runtime/run.hpp"
 #include "models/rank_mesh.hpp"
 #include "simulator/cost_model.hpp"
+#include "simulator/op_listing.hpp"
 #include "tools/cli/command.hpp"
 #include "tools/cli/flags.hpp"
 #include "tools/cli/html_report.hpp"
@@ -55,6 +56,18 @@ struct RunCommand {
     auto world_rank = [&](int row) { return rep.emulated_rank >= 0 ? rep.emulated_rank : row; };
     auto stage_of = [&](int row) { return rank_coordinates(s.layout, world_rank(row)).pp; };
     if (!report.empty()) write_report(s, rep, cpu_work, timed, predicted[stage_of(0)]);
+    // Predicted against measured op by op, under the ids `predict --ops` lists: the calibrated CPU
+    // profile's prices when given, else the scenario's hardware's.
+    const HardwareProfile op_hw = timed ? load_hardware(cpu_profile) : s.hardware;
+    const double steps_run = double(rep.step_times.size());
+    std::map<std::string, Seconds> predicted_op;
+    for (const ListedOp& o : list_ops(op_hw, cpu_work, s.layout, prog))
+      if (o.stage == stage_of(0)) predicted_op[o.id] = o.predicted_s * double(o.per_step);
+    std::map<std::string, std::pair<Seconds, Seconds>> by_class;  // op class -> predicted, measured per step
+    for (const MeasuredOp& o : rep.ops) {
+      by_class[o.op_class].first += predicted_op[o.id];
+      by_class[o.op_class].second += o.seconds / steps_run;
+    }
 
     if (json) {
       nlohmann::ordered_json j;
@@ -69,15 +82,25 @@ struct RunCommand {
       j["step_time_s"] = rep.step_time;
       j["step_time_excludes_first_step"] = rep.step_times.size() > 1;
       j["tokens_per_s"] = rep.tokens_per_second;
-      if (timed) {
-        j["predicted_step_time_s"] = timed->step_time;
-        nlohmann::ordered_json parts;
-        for (const auto& [name, t] : timed->time.components()) parts[name] = t;
-        j["predicted_time"] = parts;
-      }
-      nlohmann::ordered_json ops;
-      for (const auto& [name, t] : rep.op_times) ops[name] = {{"seconds", t.total}, {"calls", t.calls}};
-      j["op_times"] = ops;
+      const Prediction p = timed ? *timed : predict(s.model, op_hw, cpu_work, s.layout);
+      nlohmann::ordered_json parts;
+      for (const auto& [name, t] : p.time.components()) parts[name] = t;
+      j["predicted"] = {{"hardware", op_hw.name}, {"step_time_s", p.step_time}, {"time", parts}};
+      j["measured"] = {{"step_time_s", rep.step_time}, {"step_times_s", rep.step_times}};
+      // Per op: seconds per step (the mean over every step run), its own time; rank 0's stage.
+      nlohmann::ordered_json ops = nlohmann::ordered_json::array();
+      for (const MeasuredOp& o : rep.ops)
+        ops.push_back({{"id", o.id}, {"name", o.name}, {"op_class", o.op_class}, {"calls", o.calls},
+                       {"predicted_s", predicted_op[o.id]}, {"measured_s", o.seconds / steps_run}});
+      j["ops"] = ops;
+      nlohmann::ordered_json classes = nlohmann::ordered_json::array();
+      for (const auto& [c, pm] : by_class)
+        classes.push_back({{"op_class", c}, {"predicted_s", pm.first}, {"measured_s", pm.second}});
+      j["op_classes"] = classes;
+      nlohmann::ordered_json outside;
+      for (const auto& [name, t] : rep.outside_program)
+        outside[name] = {{"measured_s", t.total / steps_run}, {"calls", t.calls}};
+      j["outside_program"] = outside;
       nlohmann::ordered_json ranks = nlohmann::ordered_json::array();
       for (size_t r = 0; r < rep.memory_per_rank.size(); ++r) {
         const auto& m = rep.memory_per_rank[r];
@@ -128,8 +151,20 @@ struct RunCommand {
                     meas > 0 ? 100.0 * (pred[c] - meas) / meas : 0.0);
       }
     }
-    std::printf("\nop times (rank 0, all steps):\n");
-    for (const auto& [name, t] : rep.op_times) std::printf("  %-28s %10.3f ms %8ld calls\n", name.c_str(), t.total * 1e3, t.calls);
+    std::printf("\nops of the step program (rank 0, stage %d; ms per step; predicted with %s)\n", stage_of(0),
+                op_hw.name.c_str());
+    std::printf("  %-34s %12s %12s %9s\n", "op", "predicted", "measured", "diff");
+    for (const MeasuredOp& o : rep.ops) {
+      const double pr = predicted_op[o.id] * 1e3, me = o.seconds / steps_run * 1e3;
+      std::printf("  %-34s %12.3f %12.3f %+8.1f%%\n", o.id.c_str(), pr, me, me > 0 ? 100.0 * (pr - me) / me : 0.0);
+    }
+    std::printf("by op class\n");
+    for (const auto& [c, pm] : by_class)
+      std::printf("  %-34s %12.3f %12.3f %+8.1f%%\n", c.c_str(), pm.first * 1e3, pm.second * 1e3,
+                  pm.second > 0 ? 100.0 * (pm.first - pm.second) / pm.second : 0.0);
+    std::printf("outside the program's ops (data-parallel reduction, optimizer, waiting on pipeline receives)\n");
+    for (const auto& [name, t] : rep.outside_program)
+      std::printf("  %-34s %12s %12.3f\n", name.c_str(), "", t.total / steps_run * 1e3);
     if (!timed)
       std::printf("(give --cpu-profile configs/hardware/cpu-dev.yaml, or a profile from `sixfold calibrate --backend cpu`, "
                   "to predict the step time)\n");
@@ -151,10 +186,7 @@ struct RunCommand {
     m.step_times = rep.step_times;
     m.step_time = rep.step_time;
     std::map<std::string, Seconds> by_class;
-    for (const auto& [name, t] : rep.op_times) {
-      const std::string c = measured_op_class(name);
-      if (!c.empty()) by_class[c] += t.total / double(rep.step_times.size());
-    }
+    for (const auto& [name, t] : rep.op_times) by_class[rep.op_class_of.at(name)] += t.total / double(rep.step_times.size());
     m.measured_by_class.assign(by_class.begin(), by_class.end());
     if (timed) {
       m.predicted_by_class = timed->compute_by_op_class;

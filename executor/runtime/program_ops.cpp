@@ -1,0 +1,74 @@
+#include "executor/runtime/program_ops.hpp"
+
+#include <string_view>
+
+#include "common/error.hpp"
+
+namespace sixfold {
+
+namespace {
+ProgramOpList list_of(int stage, const char* part, const char* pass, const std::vector<Op>& ops, std::string what) {
+  ProgramOpList l;
+  l.what = std::move(what);
+  l.ops.reserve(ops.size());
+  for (size_t i = 0; i < ops.size(); ++i) l.ops.push_back({op_id(stage, part, pass, i, ops[i].name), &ops[i]});
+  return l;
+}
+}  // namespace
+
+RankProgram rank_program(const ModelSpec& model, const Layout& layout, const Workload& work, int stage) {
+  RankProgram r;
+  Workload w = work;
+  w.dtype = Dtype::FP32;
+  r.program = expand_step_program(model, layout, w);
+  r.stage = stage;
+  const StageProgram& st = r.program.stages.at(size_t(stage));
+  const StageEdges& e = *st.edges;
+  r.embed_fwd = list_of(stage, "embed", "fwd", e.pre_forward, "embedding forward");
+  r.embed_bwd = list_of(stage, "embed", "bwd", e.pre_backward, "embedding backward");
+  r.dense_fwd = list_of(stage, "dense", "fwd", r.program.dense_layer().forward, "dense layer forward");
+  r.dense_bwd = list_of(stage, "dense", "bwd", r.program.dense_layer().backward, "dense layer backward");
+  r.moe_fwd = list_of(stage, "moe", "fwd", r.program.moe_layer().forward, "MoE layer forward");
+  r.moe_bwd = list_of(stage, "moe", "bwd", r.program.moe_layer().backward, "MoE layer backward");
+  r.head_fwd = list_of(stage, "head", "fwd", e.post_forward, "output head forward");
+  r.head_bwd = list_of(stage, "head", "bwd", e.post_backward, "output head backward");
+  r.pp_fwd = list_of(stage, "pp", "fwd", {st.pp_send}, "pipeline send forward");
+  r.pp_bwd = list_of(stage, "pp", "bwd", {st.pp_send}, "pipeline send backward");
+  // pp_send is a member of the stage: point the ops at it, not at the temporary vector.
+  r.pp_fwd.ops[0].op = r.pp_bwd.ops[0].op = &st.pp_send;
+  return r;
+}
+
+std::vector<const ProgramOpList*> RankProgram::lists() const {
+  return {&embed_fwd, &embed_bwd, &dense_fwd, &dense_bwd, &moe_fwd, &moe_bwd, &head_fwd, &head_bwd, &pp_fwd, &pp_bwd};
+}
+
+OpHandle OpCursor::take(const char* name, bool weight_grad) {
+  const auto& ops = list_->ops;
+  for (size_t i = 0; i < ops.size(); ++i)
+    if (!taken_[i] && std::string_view(ops[i].op->name) == name && ops[i].op->weight_grad == weight_grad) {
+      taken_[i] = 1;
+      return {backend_, ops[i].id.c_str()};
+    }
+  std::string have;
+  for (size_t i = 0; i < ops.size(); ++i) have += (have.empty() ? "" : ", ") + ops[i].id + (taken_[i] ? " (run)" : "");
+  throw Error("the executor ran " + std::string(name) + (weight_grad ? " (weight gradient)" : "") + " in the " +
+              list_->what + ", which the step program does not hold (or holds fewer times); the program's ops: " + have);
+}
+
+OpHandle OpCursor::take_collective(const char* name) {
+  for (const ProgramOp& p : list_->ops)
+    if (std::string_view(p.op->name) == name) return take(name);
+  return {};
+}
+
+void OpCursor::finish() const {
+  std::string missing;
+  for (size_t i = 0; i < list_->ops.size(); ++i)
+    if (!taken_[i]) missing += (missing.empty() ? "" : ", ") + list_->ops[i].id;
+  if (!missing.empty())
+    throw Error("the executor's " + list_->what + " did not run the step program's ops " + missing +
+                " (executor and cost model disagree on the op list)");
+}
+
+}  // namespace sixfold

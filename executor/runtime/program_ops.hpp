@@ -1,0 +1,85 @@
+#pragma once
+// The step program's ops as this rank runs them (models/step_program.hpp). Every piece of work the
+// runtime does for a layer, the embedding, the head or a pipeline hand-off is one op of the
+// program, timed under the op's id (op_id, the ids `predict --ops` lists), so that measured and
+// predicted join op by op. An OpCursor hands out the ops of one list (a layer's forward, the
+// head's backward, ...) as the runtime reaches them and, when the list has run, checks that every
+// op of it ran: the runtime can neither run work the cost model did not price nor skip an op it did.
+//
+// What is not yet an op of the program is timed under its own name and reported apart: the
+// pipeline receives (waiting for the other stage), the data-parallel gradient reduction and the
+// optimizer step (issue 14, item 2).
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "executor/backend/backend.hpp"
+#include "models/step_program.hpp"
+
+namespace sixfold {
+
+struct ProgramOp {
+  std::string id;
+  const Op* op = nullptr;
+};
+
+// The ops of one list of the program, with their ids. Never resized once built: the timers and the
+// measured timeline keep pointers to the ids.
+struct ProgramOpList {
+  std::string what;  // "dense layer forward", for errors
+  std::vector<ProgramOp> ops;
+};
+
+struct RankProgram {
+  StepProgram program;
+  int stage = 0;
+  ProgramOpList embed_fwd, embed_bwd, dense_fwd, dense_bwd, moe_fwd, moe_bwd, head_fwd, head_bwd, pp_fwd, pp_bwd;
+  const ProgramOpList& layer(bool moe, bool forward) const {
+    return moe ? (forward ? moe_fwd : moe_bwd) : (forward ? dense_fwd : dense_bwd);
+  }
+  // Every list of the rank, for reports.
+  std::vector<const ProgramOpList*> lists() const;
+};
+
+// The program of the layout as the runtime runs it, with the ops of `stage`. The runtime trains in
+// fp32 or fp64: the program is expanded for fp32 activations (the op list does not depend on it).
+RankProgram rank_program(const ModelSpec& model, const Layout& layout, const Workload& work, int stage);
+
+// One op handed out by an OpCursor: what its work is timed under. Empty: an op the program leaves
+// out (a collective over a group of one rank), timed under nothing.
+struct OpHandle {
+  Backend* backend = nullptr;
+  const char* id = nullptr;
+};
+
+// Times a scope as (part of) the run of one op.
+class OpScope {
+ public:
+  explicit OpScope(const OpHandle& h) {
+    if (h.id) timer_.emplace(*h.backend, h.id);
+  }
+
+ private:
+  std::optional<ScopedOpTimer> timer_;
+};
+
+class OpCursor {
+ public:
+  OpCursor(Backend& backend, const ProgramOpList& list) : backend_(&backend), list_(&list), taken_(list.ops.size(), 0) {}
+  // The list's first op of this name (and weight-gradient flag: a backward GEMM's dgrad or wgrad)
+  // not yet handed out. Throws Error when there is none: the runtime is about to run work that the
+  // program does not have.
+  OpHandle take(const char* name, bool weight_grad = false);
+  // A collective that the program leaves out when its group has one rank: an empty handle when the
+  // list holds no op of this name at all, else as take.
+  OpHandle take_collective(const char* name);
+  // Throws Error naming the ops of the list that no take handed out.
+  void finish() const;
+
+ private:
+  Backend* backend_;
+  const ProgramOpList* list_;
+  std::vector<char> taken_;
+};
+
+}  // namespace sixfold
