@@ -12,7 +12,7 @@ std::string measured_op_class(const std::string& op) {
 
 std::map<std::string, Seconds> last_step_by_class(const RunReport& report) {
   std::map<std::string, Seconds> out;
-  for (const OpEvent& e : report.last_step_ops) {
+  for (const StepEvent& e : report.last_step_ops) {
     const auto it = report.op_class_of.find(e.name);
     out[it == report.op_class_of.end() ? measured_op_class(e.name) : it->second] += e.self;
   }

@@ -6,6 +6,7 @@
 #include "common/error.hpp"
 #include "executor/comm/emulated_communicator.hpp"
 #include "executor/runtime/measured_op_class.hpp"
+#include "executor/runtime/measured_trace.hpp"
 #include "executor/runtime/model_runtime.hpp"
 #include "executor/runtime/program_ops.hpp"
 #include "executor/runtime/process_groups.hpp"
@@ -38,6 +39,8 @@ void train(const ModelSpec& model, const Layout& layout, const Workload& work, c
     report.losses.push_back(runtime.train_step(step));
     report.step_times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
+  // Copied while the runtime, whose program holds the op ids the events point to, still lives.
+  for (const OpEvent& e : backend.op_events()) report.last_step_ops.push_back({e.name, e.start, e.end, e.depth, e.self});
 }
 
 // Refuses a backend this build or machine cannot run, with the reason, before any rank starts.
@@ -67,13 +70,11 @@ std::unique_ptr<Backend> make_run_backend(const RunOptions& options, std::unique
     return make_cuda_backend(std::move(world), cuda_options);
   }
 #endif
-  if (!options.trace_path.empty())
-    throw UsageError("--trace records device activity with CUPTI: it needs --backend cuda");
   return make_backend(options.backend, std::move(world));
 }
 
 // PATH, or PATH with ".rank<R>" before its extension when several ranks write one each.
-[[maybe_unused]] std::string trace_path_of_rank(const std::string& path, int rank, int world_size) {
+std::string trace_path_of_rank(const std::string& path, int rank, int world_size) {
   if (world_size == 1) return path;
   const auto slash = path.find_last_of('/');
   const auto dot = path.find_last_of('.');
@@ -119,7 +120,6 @@ RunReport run_plan_on(const ModelSpec& model, const Layout& layout, const Worklo
   report.step_time = sorted[sorted.size() / 2];
   report.tokens_per_second = double(work.global_batch) * double(work.seq) / report.step_time;
   report.op_times = backend->op_times();
-  report.last_step_ops = backend->op_events();
   // The program ops this rank ran, in the program's order; the rest is work outside the program.
   const RankProgram program = rank_program(model, layout, work, groups.me.pp);
   for (const ProgramOpList* list : program.lists())
@@ -134,12 +134,17 @@ RunReport run_plan_on(const ModelSpec& model, const Layout& layout, const Worklo
       report.outside_program[name] = t;
       report.op_class_of[name] = measured_op_class(name);
     }
-#ifdef SIXFOLD_HAVE_CUDA
   if (!options.trace_path.empty()) {
+    // CUDA: the device activity CUPTI recorded, by op; CPU: the timed ops of the last step.
     report.trace_written = trace_path_of_rank(options.trace_path, report.rank, report.world_size);
-    cuda_write_trace(*backend, report.rank, model.name + " " + describe(layout) + " (measured)", report.trace_written);
-  }
+    const std::string title = model.name + " " + describe(layout) + " (measured)";
+#ifdef SIXFOLD_HAVE_CUDA
+    if (options.backend == "cuda") cuda_write_trace(*backend, report.rank, title, report.trace_written);
+    else write_measured_trace(report, program, title, report.trace_written);
+#else
+    write_measured_trace(report, program, title, report.trace_written);
 #endif
+  }
   if (options.emulate_rank >= 0) {
     // One process: only this rank's memory is measured; report it alone, printed as rank 0 of
     // this process (emulated_rank says which world rank it is).

@@ -25,8 +25,9 @@ struct RunOptions {
   std::uint64_t seed = 1234;
   double timeout_s = 120;  // bound on any single communication
   double lr = 1e-3;
-  // Chrome trace of the device activity (CUPTI; cuda backend only), "" for none. With more than
-  // one rank each writes PATH with ".rank<R>" before the extension.
+  // Chrome trace of the measured step, "" for none: the CPU backend's timed ops of the last step
+  // (measured_trace.hpp), the CUDA backend's device activity (CUPTI). With more than one rank each
+  // writes PATH with ".rank<R>" before the extension.
   std::string trace_path;
   // >= 0: run world rank R of the layout alone in this process (its compute and memory), every
   // collective replaced by a local copy of the same buffers (executor/comm/emulated_communicator.hpp);
@@ -47,6 +48,15 @@ struct MeasuredOp {
   Seconds seconds = 0;
 };
 
+// A timed op of the last step, as the backend's OpEvent but owning its name (an op id lives in
+// the runtime's program, which ends with the run).
+struct StepEvent {
+  std::string name;
+  Seconds start = 0, end = 0;  // seconds since the backend was made
+  int depth = 0;
+  Seconds self = 0;            // end - start less the ops timed inside it
+};
+
 struct RunReport {
   int world_size = 1;
   int rank = 0;
@@ -58,7 +68,7 @@ struct RunReport {
   std::vector<MeasuredOp> ops;               // this rank's program ops, in program order
   std::map<std::string, OpTime> outside_program;  // timed work that is not (yet) an op of the program
   std::map<std::string, std::string> op_class_of;  // op id or name in op_times -> its op class
-  std::vector<OpEvent> last_step_ops;        // this rank's timed ops of the last step (the measured timeline)
+  std::vector<StepEvent> last_step_ops;      // this rank's timed ops of the last step (the measured timeline)
   std::vector<RankMemory> memory_per_rank;   // every rank's peaks (gathered), index = world rank
   int emulated_rank = -1;                    // >= 0: memory_per_rank holds only this rank's (index 0)
   std::string trace_written;                 // path of the device trace this rank wrote, if any

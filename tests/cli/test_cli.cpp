@@ -463,4 +463,25 @@ TEST_CASE("predict --ops --json and run --json list the same op ids, each run wi
   CHECK(rj["measured"]["step_time_s"].get<double>() > 0);
   CHECK(rj["outside_program"].contains("optimizer_step"));
   CHECK(!rj["op_classes"].empty());
+
+  // --trace on the CPU backend: the last step's ops in the simulator's trace format, one event per
+  // timed op, named by the program's op name with its id; the simulated step's trace has the same
+  // process (stage) and thread (stream) layout.
+  const auto trace = (std::filesystem::temp_directory_path() / "sixfold-cli-test-measured.json").string();
+  const auto sim_trace = (std::filesystem::temp_directory_path() / "sixfold-cli-test-simulated.json").string();
+  std::filesystem::remove(trace);
+  REQUIRE(run_sixfold("run --plan " + plan + " --steps 2 --trace " + trace).code == 0);
+  REQUIRE(run_sixfold("simulate --plan " + plan + " --trace " + sim_trace).code == 0);
+  std::ifstream in(trace), sin(sim_trace);
+  const auto tj = nlohmann::json::parse(in), sj = nlohmann::json::parse(sin);
+  std::set<std::string> traced, threads, sim_threads;
+  for (const auto& e : tj["traceEvents"]) {
+    if (e["ph"] == "X" && e["args"].contains("id")) traced.insert(e["args"]["id"].get<std::string>());
+    if (e["ph"] == "M" && e["name"] == "thread_name") threads.insert(e["args"]["name"].get<std::string>());
+  }
+  for (const auto& e : sj["traceEvents"])
+    if (e["ph"] == "M" && e["name"] == "thread_name" && e["pid"] == 0) sim_threads.insert(e["args"]["name"].get<std::string>());
+  CHECK(traced == ran);
+  CHECK(threads == sim_threads);
+  CHECK(tj["otherData"]["measured"] == true);
 }

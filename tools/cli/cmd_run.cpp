@@ -122,7 +122,9 @@ struct RunCommand {
     if (rep.emulated_rank >= 0)
       std::printf("emulating world rank %d of %d alone: communication is modeled (local copies), its times and the "
                   "losses are not a training run's\n", rep.emulated_rank, rep.world_size);
-    if (!rep.trace_written.empty()) std::printf("device trace (CUPTI): %s\n", rep.trace_written.c_str());
+    if (!rep.trace_written.empty())
+      std::printf("measured trace: %s (rank 0; open beside `sixfold simulate --trace` in https://ui.perfetto.dev)\n",
+                  rep.trace_written.c_str());
     for (size_t i = 0; i < rep.losses.size(); ++i)
       std::printf("step %3zu | loss %.6f | %8.2f ms\n", i + 1, rep.losses[i],
                   i < rep.step_times.size() ? rep.step_times[i] * 1e3 : 0.0);
@@ -194,7 +196,7 @@ struct RunCommand {
       m.predicted_by_class.emplace_back("communication", t.tp_comm + t.cp_comm + t.ep_comm + t.pp_comm + t.dp_comm);
       m.predicted_by_class.emplace_back("optimizer", t.optimizer);
     }
-    for (const OpEvent& e : rep.last_step_ops) m.timeline.push_back({e.name, e.start, e.end, e.depth});
+    for (const StepEvent& e : rep.last_step_ops) m.timeline.push_back({e.name, e.start, e.end, e.depth});
     const auto& mem = rep.memory_per_rank.at(0);
     m.memory_measured = {{"weights", Bytes(mem.peak_by_category[0])}, {"gradients", Bytes(mem.peak_by_category[1])},
                          {"optimizer", Bytes(mem.peak_by_category[2])}, {"activations", Bytes(mem.peak_by_category[3])}};
@@ -218,7 +220,8 @@ Registrar reg("run", "execute a plan on this launch's ranks (CPU over MPI) and c
   app.add_option("--cpu-profile", cmd->cpu_profile,
                  "hardware profile of the CPU ranks (name or YAML path, e.g. cpu-dev) to predict the step time with");
   app.add_option("--trace", cmd->trace,
-                 "write the device activity (CUPTI kernels and memcpys, by op) as a Chrome trace to FILE (--backend cuda)");
+                 "write the measured step as a Chrome trace to FILE, in the format of `simulate --trace` (CPU: the "
+                 "last step's ops by op id; CUDA: the CUPTI kernels and copies, by op); one file per rank");
   add_count(app, "--emulate-rank", cmd->emulate_rank, 0, limits::kGpus - 1,
                  "run world rank R of the layout alone on this device: its compute and memory, collectives as local "
                  "copies (modeled, not measured)");
