@@ -231,14 +231,7 @@ std::vector<StageTime> stage_times(const ModelSpec& model, const HardwareProfile
         break;
       }
     }
-    // AdamW over this rank's shard: reads the master weights (the weights in fp32 training), the
-    // gradient and both moments, writes the master, the moments and the low-precision copy
-    // (28-30 bytes per parameter with fp32 moments).
-    const Count shard = l.zero >= 1 ? Count(l.dp) * l.cp : 1;
-    const double params = double(st.dense_params + st.expert_params) / double(shard);
-    const Bytes master = sb.master > 0 ? sb.master : sb.weight;
-    const Bytes traffic = params * (2 * master + sb.gradient + 2 * sb.optimizer + (sb.master > 0 ? sb.weight : 0));
-    s.optimizer = traffic / (hw.memory_bandwidth * hw.memory_efficiency) + 10 * hw.kernel_overhead + hw.step_overhead;
+    s.optimizer = dp.optimizer;  // AdamW over this rank's shard (dp_ops' optimizer_step)
     out.push_back(s);
   }
   return out;

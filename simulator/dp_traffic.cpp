@@ -18,58 +18,144 @@ int weights_per_layer(const ModelSpec& m, const Layout& l, bool moe) {
   if (!moe) return attention + 2;
   return attention + 1 + 2 * (m.moe.num_experts / std::max(1, l.ep) + m.moe.shared_experts);
 }
+Op collective_op(const char* name, Group g, Collective c, Bytes message, int size) {
+  Op op;
+  op.name = name;
+  op.kind = OpKind::Collective;
+  op.op_class = OpClass::Communication;
+  op.group = g;
+  op.collective = c;
+  op.message = message;
+  op.group_size = size;
+  op.backward = true;
+  return op;
+}
 }  // namespace
 
-DpTraffic dp_traffic(const ModelSpec& model, const HardwareProfile& hw, const Workload& work, const Layout& l,
-                     const StageProgram& st) {
+DpOps dp_ops(const ModelSpec& model, const Workload& work, const Layout& l, const StageProgram& st,
+             Count micro_batches) {
   const FrameworkTraits fw = framework_traits(work.framework);
   const StateBytes sb = state_bytes(work);
-  // Dense weights reduce over dp x cp (stride tp), expert weights over the expert-data group.
-  const GroupPlacement dense_group = place_gradient_group(l, hw.gpus_per_node);
-  const GroupPlacement expert_group = place_group(Group::ExpertData, l, hw.gpus_per_node);
+  // Dense weights reduce over dp x cp (stride tp), expert weights over the expert-data group (the
+  // group sizes; where they sit on nodes matters only to the price, dp_op_time).
+  const int dense_group_size = place_gradient_group(l, 1).size;
+  const int expert_group_size = place_group(Group::ExpertData, l, 1).size;
   const Bytes dense_grads = double(st.dense_params) * sb.gradient;
   const Bytes expert_grads = double(st.expert_params) * sb.gradient;
   const Bytes dense_weights = double(st.dense_params) * sb.weight;
   const Bytes expert_weights = double(st.expert_params) * sb.weight;
   const Collective grad_op = l.zero == 0 ? Collective::AllReduce : Collective::ReduceScatter;
-  // n collectives splitting both groups' bytes evenly: each pays its own latency and
-  // small-message penalty.
-  auto one_of = [&](Collective c, Bytes dense, Bytes expert, int n) {
-    return collective_time(c, dense / n, dense_group, hw) + collective_time(c, expert / n, expert_group, hw);
-  };
   const int layers = std::max(1, st.layers);
+  const Count m = micro_batches;
 
-  DpTraffic t;
-  t.full_reduction = one_of(grad_op, dense_grads, expert_grads, 1);
-  t.param_gather = l.zero == 1 || l.zero == 2 ? one_of(Collective::AllGather, dense_weights, expert_weights, 1) : 0;
-  t.reduce_every_micro_batch = l.zero >= 2;
+  DpOps d;
   if (l.zero == 3) {
     // FSDP reduce-scatters per layer, DeepSpeed per reduce bucket; gathers are per layer (FSDP
     // flat parameters) or per parameter tensor (DeepSpeed).
-    t.reductions = fw.zero3_reduces_in_buckets
+    d.reductions = fw.zero3_reduces_in_buckets
                        ? std::max(1, int(std::ceil((dense_grads + expert_grads) / gradient_bucket_bytes(l, work))))
                        : layers;
-    t.gathers = layers;
+    d.gathers = layers;
     if (fw.zero3_gather_per_tensor)
-      t.gathers = std::max(layers, st.dense_layers * weights_per_layer(model, l, false) +
+      d.gathers = std::max(layers, st.dense_layers * weights_per_layer(model, l, false) +
                                        st.moe_layers * weights_per_layer(model, l, true));
-    t.gather_pass = t.gathers * one_of(Collective::AllGather, dense_weights, expert_weights, t.gathers);
-    if (fw.zero3_gather_per_tensor) t.fetch_host = double(t.gathers) * kZero3FetchHostOps * hw.kernel_overhead;
-    if (fw.zero3_regathers_for_recompute && l.recompute == Recompute::Full) t.backward_gather_passes = 2;
+    if (fw.zero3_regathers_for_recompute && l.recompute == Recompute::Full) d.backward_gather_passes = 2;
     // Legacy DeepSpeed reduce-scatters each weight's gradient on its own, like its gathers.
-    t.synchronous = fw.zero3_synchronous;
-    if (t.synchronous) t.reductions = t.gathers;
+    d.synchronous = fw.zero3_synchronous;
+    if (d.synchronous) d.reductions = d.gathers;
+    d.reduce_every_micro_batch = true;
     if (l.pp > 1 && fw.zero3_keeps_params_under_pp) {
-      t.gather_once = true;
-      t.reduce_every_micro_batch = false;
+      d.gather_once = true;
+      d.reduce_every_micro_batch = false;
     }
-  } else if (l.dp_overlap == DpOverlap::PerLayer) {
-    t.reductions = layers;
-    t.flatten_copy = 4.0 * (dense_grads + expert_grads) / (hw.memory_bandwidth * hw.memory_efficiency);
-  } else if (l.dp_overlap == DpOverlap::Bucketed) {
-    t.reductions = std::max(1, int(std::ceil((dense_grads + expert_grads) / gradient_bucket_bytes(l, work))));
+  } else {
+    d.reduce_every_micro_batch = l.zero == 2;
+    if (l.dp_overlap == DpOverlap::PerLayer) d.reductions = layers;
+    else if (l.dp_overlap == DpOverlap::Bucketed)
+      d.reductions = std::max(1, int(std::ceil((dense_grads + expert_grads) / gradient_bucket_bytes(l, work))));
+    // Without overlap the gradients go in one collective after the backward.
+    if (l.dp_overlap == DpOverlap::None) d.reductions = 1;
   }
-  t.reduction = one_of(grad_op, dense_grads, expert_grads, t.reductions);
+  // A collective of each group, `n` of them splitting the bytes evenly (each pays its own latency
+  // and small-message penalty), left out over a group of one rank.
+  auto add = [&](const char* dense_name, const char* expert_name, DpRole role, Collective c, Bytes dense, Bytes expert,
+                 int n, Count per_step) {
+    if (dense > 0 && dense_group_size > 1) {
+      DpOp o{collective_op(dense_name, Group::DP, c, dense / n, dense_group_size), role, false, per_step};
+      d.ops.push_back(o);
+    }
+    if (expert > 0 && expert_group_size > 1) {
+      DpOp o{collective_op(expert_name, Group::ExpertData, c, expert / n, expert_group_size), role, true, per_step};
+      d.ops.push_back(o);
+    }
+  };
+  const Count passes = d.reduce_every_micro_batch ? m : 1;
+  add("grad_reduce", "expert_grad_reduce", DpRole::Reduction, grad_op, dense_grads, expert_grads, d.reductions,
+      passes * d.reductions);
+  if (l.zero == 1 || l.zero == 2)
+    add("param_gather", "expert_param_gather", DpRole::ParamGather, Collective::AllGather, dense_weights, expert_weights, 1, 1);
+  if (l.zero == 3)
+    add("zero3_gather", "expert_zero3_gather", DpRole::Zero3Gather, Collective::AllGather, dense_weights, expert_weights,
+        d.gathers, d.gather_once ? Count(d.gathers) : m * d.gathers * (1 + d.backward_gather_passes));
+  // AdamW over this rank's shard: reads the master weights (the weights in fp32 training), the
+  // gradient and both moments, writes the master, the moments and the low-precision copy
+  // (28-30 bytes per parameter with fp32 moments).
+  const Count shard = l.zero >= 1 ? Count(l.dp) * l.cp : 1;
+  const double params = double(st.dense_params + st.expert_params) / double(shard);
+  const Bytes master = sb.master > 0 ? sb.master : sb.weight;
+  Op step;
+  step.name = "optimizer_step";
+  step.kind = OpKind::Memory;
+  step.op_class = OpClass::Optimizer;
+  step.bytes = params * (2 * master + sb.gradient + 2 * sb.optimizer + (sb.master > 0 ? sb.weight : 0));
+  d.ops.push_back({step, DpRole::Optimizer, false, 1});
+  return d;
+}
+
+Seconds dp_op_time(const DpOp& o, const Layout& l, const HardwareProfile& hw) {
+  if (o.role == DpRole::Optimizer)
+    return o.op.bytes / (hw.memory_bandwidth * hw.memory_efficiency) + 10 * hw.kernel_overhead + hw.step_overhead;
+  const GroupPlacement where = o.expert ? place_group(Group::ExpertData, l, hw.gpus_per_node)
+                                        : place_gradient_group(l, hw.gpus_per_node);
+  return collective_time(o.op.collective, o.op.message, where, hw);
+}
+
+DpTraffic dp_traffic(const ModelSpec& model, const HardwareProfile& hw, const Workload& work, const Layout& l,
+                     const StageProgram& st) {
+  const FrameworkTraits fw = framework_traits(work.framework);
+  const DpOps d = dp_ops(model, work, l, st, 1);
+  DpTraffic t;
+  t.reductions = d.reductions;
+  t.gathers = d.gathers;
+  t.backward_gather_passes = d.backward_gather_passes;
+  t.synchronous = d.synchronous;
+  t.reduce_every_micro_batch = d.reduce_every_micro_batch;
+  t.gather_once = d.gather_once;
+  Seconds gather_one = 0;  // one gather of each group
+  for (const DpOp& o : d.ops) {
+    const Seconds one = dp_op_time(o, l, hw);
+    switch (o.role) {
+      case DpRole::Reduction: {
+        t.reduction += one;
+        // The same gradients in one collective: what dp_overlap none issues (and the simulator
+        // schedules for every ZeRO stage without overlap).
+        DpOp whole = o;
+        whole.op.message *= d.reductions;
+        t.full_reduction += dp_op_time(whole, l, hw);
+        break;
+      }
+      case DpRole::ParamGather: t.param_gather += one; break;
+      case DpRole::Zero3Gather: gather_one += one; break;
+      case DpRole::Optimizer: t.optimizer = one; break;
+    }
+  }
+  t.gather_pass = d.gathers * gather_one;
+  if (l.zero == 3 && fw.zero3_gather_per_tensor) t.fetch_host = double(t.gathers) * kZero3FetchHostOps * hw.kernel_overhead;
+  if (l.zero != 3 && l.dp_overlap == DpOverlap::PerLayer) {
+    const StateBytes sb = state_bytes(work);
+    t.flatten_copy = 4.0 * (double(st.dense_params) + double(st.expert_params)) * sb.gradient /
+                     (hw.memory_bandwidth * hw.memory_efficiency);
+  }
   return t;
 }
 

@@ -1,14 +1,41 @@
 #pragma once
-// Data-parallel traffic of one pipeline stage (gradient reductions, ZeRO gathers) as the
-// framework issues it: how many collectives, each priced on its group. The closed form and the
-// step simulator both take it from here, so they price the same traffic and differ only in when
-// it runs.
+// Data-parallel work of one pipeline stage as the framework issues it: the gradient reductions,
+// the ZeRO gathers and the optimizer step, as ops of the step (dp_ops: what `predict --ops` lists
+// under part "dp" and the executor times under the same ids), and their prices (dp_traffic: how
+// many collectives, each priced on its group). The closed form and the step simulator both take
+// them from here, so they price the same traffic and differ only in when it runs.
 #include <vector>
 
 #include "models/step_program.hpp"
 #include "simulator/hardware_profile.hpp"
 
 namespace sixfold {
+
+// What a DP op does in the step.
+enum class DpRole { Reduction, ParamGather, Zero3Gather, Optimizer };
+
+struct DpOp {
+  Op op;                      // a collective (message: one collective's bytes) or the optimizer (memory: its traffic)
+  DpRole role = DpRole::Reduction;
+  bool expert = false;        // over the expert-data group (else the dense gradient group, dp x cp)
+  Count per_step = 0;         // how many run in one step
+};
+
+// The stage's DP ops, one entry per kind of collective (and group) with how many run per step. A
+// collective over a group of one rank is left out; the optimizer step is always there.
+struct DpOps {
+  std::vector<DpOp> ops;
+  int reductions = 1;              // gradient collectives per gradient pass
+  int gathers = 0;                 // ZeRO-3 parameter all-gathers per pass
+  int backward_gather_passes = 1;  // ZeRO-3: 2 where the recomputed forward gathers again
+  bool synchronous = false, reduce_every_micro_batch = false, gather_once = false;
+};
+
+DpOps dp_ops(const ModelSpec& model, const Workload& work, const Layout& layout, const StageProgram& stage,
+             Count micro_batches);
+// One of the op's runs, alone: a collective on its group, the optimizer at the memory bandwidth
+// with its launches and the step's fixed host cost.
+Seconds dp_op_time(const DpOp& op, const Layout& layout, const HardwareProfile& hw);
 
 struct DpTraffic {
   Seconds full_reduction = 0;  // the stage's gradients in one collective (dp_overlap none)
@@ -30,6 +57,8 @@ struct DpTraffic {
   // buckets are views of the gradients (gradient_as_bucket_view) and FSDP's flat parameters own
   // their gradient buffer: neither copies, so this is 0 for them and for ZeRO-3.
   Seconds flatten_copy = 0;
+  // AdamW over this rank's shard (the optimizer op of dp_ops).
+  Seconds optimizer = 0;
   Seconds reductions_time() const { return reductions * reduction; }
 };
 

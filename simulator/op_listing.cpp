@@ -1,5 +1,6 @@
 #include "simulator/op_listing.hpp"
 
+#include "simulator/dp_traffic.hpp"
 #include "simulator/op_cost.hpp"
 
 namespace sixfold {
@@ -42,7 +43,8 @@ void add_list(std::vector<ListedOp>& out, const OpPricer& pricer, int stage, con
 
 }  // namespace
 
-std::vector<ListedOp> list_ops(const HardwareProfile& hw, const Workload& work, const Layout& l, const StepProgram& prog) {
+std::vector<ListedOp> list_ops(const ModelSpec& model, const HardwareProfile& hw, const Workload& work, const Layout& l,
+                               const StepProgram& prog) {
   const OpPricer pricer = OpPricer::of(hw, l, work);
   const Count m = prog.micro_batches;
   const int v = l.virtual_stages();
@@ -64,6 +66,23 @@ std::vector<ListedOp> list_ops(const HardwareProfile& hw, const Workload& work, 
       // the first stage its later chunks' gradients back to the last.
       add_list(out, pricer, s, "pp", "fwd", {st.pp_send}, 0, Count(v) * m - (st.last ? m : 0));
       add_list(out, pricer, s, "pp", "bwd", {st.pp_send}, 0, Count(v) * m - (st.first ? m : 0));
+    }
+    const DpOps dp = dp_ops(model, work, l, st, m);
+    for (size_t i = 0; i < dp.ops.size(); ++i) {
+      const DpOp& o = dp.ops[i];
+      ListedOp r;
+      r.id = op_id(s, "dp", "step", i, o.op.name);
+      r.name = o.op.name;
+      r.kind = kind_name(o.op.kind);
+      r.op_class = to_string(o.op.op_class);
+      r.stage = s;
+      r.part = "dp";
+      r.pass = "step";
+      r.per_step = o.per_step;
+      r.bytes = o.op.kind == OpKind::Collective ? o.op.message : o.op.bytes;
+      if (o.op.group != Group::None) r.group = to_string(o.op.group);
+      r.predicted_s = dp_op_time(o, l, hw);
+      out.push_back(std::move(r));
     }
   }
   return out;

@@ -5,7 +5,8 @@
 //
 // Ids read "s<stage>.<part>.<pass>.<index>.<name>", e.g. "s0.dense.fwd.03.qkv_proj": part is
 // embed (first stage), dense or moe (one layer; the row stands for each of the stage's layers of
-// that kind), head (last stage: final norm, LM head, loss and MTP depths) or pp; pass is fwd or
+// that kind), head (last stage: final norm, LM head, loss and MTP depths), pp, or dp (pass "step":
+// the gradient reductions, ZeRO gathers and the optimizer step, simulator/dp_traffic.hpp); pass is fwd or
 // bwd (a backward list's re-run forward counts as bwd, with recompute set); index is the op's
 // place in its list. The same model, layout and workload always give the same ids.
 #include <string>
@@ -31,7 +32,7 @@ struct ListedOp {
   Seconds predicted_s = 0;  // one occurrence, alone (no overlap with anything)
 };
 
-std::vector<ListedOp> list_ops(const HardwareProfile& hw, const Workload& work, const Layout& layout,
-                               const StepProgram& program);
+std::vector<ListedOp> list_ops(const ModelSpec& model, const HardwareProfile& hw, const Workload& work,
+                               const Layout& layout, const StepProgram& program);
 
 }  // namespace sixfold

@@ -24,6 +24,7 @@ struct ExecContext {
   ProcessGroups* groups = nullptr;
   Backend* backend = nullptr;
   const RankProgram* program = nullptr;  // the step program's ops this rank runs, by list
+  DpHandles dp;                          // its data-parallel ops
   long hidden = 0;
   int micro_batch = 1, seq = 0, seq_local = 0;
   long rows = 0, rows_residual = 0;
@@ -36,6 +37,21 @@ struct ExecContext {
   std::vector<int> positions;  // [rows]: sequence position of each local row
 
   MemoryTracker* memory() const { return &backend->memory(); }
+
+  // A parameter group's ZeRO-3 gather and its gradient reduction (ZeRO-2/3 after each backward),
+  // timed under the program's DP ops.
+  template <class Group>
+  void acquire_weights(Group* g) const {
+    if (!g) return;
+    OpScope timer(dp.zero3(g->expert()));
+    g->acquire_weights();
+  }
+  template <class Group>
+  void release_grads(Group* g, Communicator* tp) const {
+    if (!g) return;
+    OpScope timer(dp.reduce(g->expert()));
+    g->release_grads(tp);
+  }
   Communicator& tp() const { return *groups->tp; }
 
   // One GEMM of the program's op `op` (a fused op such as qkv_proj runs several).

@@ -61,6 +61,7 @@ ModelRuntime<T>::ModelRuntime(const ModelSpec& model, const Layout& layout, cons
   require(work.train_metric_passes == 0, "training-metric passes (workload.train_metric_passes) are not run by the executor");
   program_ = std::make_unique<RankProgram>(rank_program(model, layout, work, groups.me.pp));
   ctx_.program = program_.get();
+  ctx_.dp = dp_handles(*program_, backend);
   ctx_.model = &model_;
   ctx_.layout = &layout_;
   ctx_.groups = &groups;
@@ -161,8 +162,14 @@ int ModelRuntime<T>::tag(int micro_batch, int virtual_stage, bool forward) const
 template <class T>
 double ModelRuntime<T>::train_step(long step) {
   const double loss = forward_backward(step);
-  ScopedOpTimer timer(*ctx_.backend, "optimizer_step");
-  for (auto* g : param_groups()) g->optimizer_step(hp_.lr, hp_.beta1, hp_.beta2, hp_.eps, hp_.weight_decay, step + 1);
+  {
+    OpScope timer(ctx_.dp.optimizer);
+    for (auto* g : param_groups()) g->optimizer_step(hp_.lr, hp_.beta1, hp_.beta2, hp_.eps, hp_.weight_decay, step + 1);
+  }
+  for (auto* g : param_groups()) {
+    OpScope timer(ctx_.dp.gather_after_step(g->expert()));
+    g->gather_updated_weights();
+  }
   return loss;
 }
 
@@ -280,7 +287,7 @@ void ModelRuntime<T>::embedding_forward(MicroBatchState& mb, T* out) {
   OpCursor ops(*ctx_.backend, program_->embed_fwd);
   const long H = ctx_.hidden, N = ctx_.rows;
   TrackedBuffer<T> full(ctx_.memory(), MemoryCategory::Buffers, N * H);
-  embedding_->acquire_weights();
+  ctx_.acquire_weights(embedding_.get());
   {
     OpScope timer(ops.take("embedding"));
     const T* table = embedding_->weight(embedding_w_);
@@ -301,16 +308,19 @@ void ModelRuntime<T>::embedding_backward(MicroBatchState& mb, const T* dout) {
   const long H = ctx_.hidden, N = ctx_.rows;
   TrackedBuffer<T> full(ctx_.memory(), MemoryCategory::Buffers, N * H);
   ctx_.exit_tp_backward(ctx_.tp_exit_grad_op(ops, "embed_reducescatter"), dout, full.data());
-  OpScope timer(ops.take("embedding"));
+  const OpHandle embedding = ops.take("embedding");
   ops.finish();
   embedding_->acquire_grads();
-  T* grad = embedding_->grad(embedding_w_);
-  for (long r = 0; r < N; ++r) {
-    const long local = mb.tokens[r] - ctx_.vocab_start;
-    if (local < 0 || local >= ctx_.vocab_local) continue;
-    for (long i = 0; i < H; ++i) grad[local * H + i] += full[r * H + i];
+  {
+    OpScope timer(embedding);
+    T* grad = embedding_->grad(embedding_w_);
+    for (long r = 0; r < N; ++r) {
+      const long local = mb.tokens[r] - ctx_.vocab_start;
+      if (local < 0 || local >= ctx_.vocab_local) continue;
+      for (long i = 0; i < H; ++i) grad[local * H + i] += full[r * H + i];
+    }
   }
-  embedding_->release_grads(nullptr);
+  ctx_.release_grads(embedding_.get(), nullptr);
 }
 
 template <class T>
@@ -328,7 +338,7 @@ double ModelRuntime<T>::head_forward(MicroBatchState& mb, const T* x) {
   mb.head_normed.reset(mem, A, Nr * H);
   mb.norm_mean.reset(mem, A, model_.norm == NormKind::LayerNorm ? Nr : 0);
   mb.norm_rstd.reset(mem, A, Nr);
-  final_norm_->acquire_weights();
+  ctx_.acquire_weights(final_norm_.get());
   {
     OpScope timer(norm);
     if (model_.norm == NormKind::LayerNorm)
@@ -353,7 +363,7 @@ double ModelRuntime<T>::head_forward(MicroBatchState& mb, const T* x) {
       ctx_.enter_tp_forward(gather, mb.head_normed.data(), full.data());
       head_full = full.data();
     }
-    head->acquire_weights();
+    ctx_.acquire_weights(head);
     ctx_.gemm(gemm, false, true, N, Vl, H, head_full, head->weight(w), T(0), logits.data());
     head->release_weights();
   }
@@ -420,15 +430,15 @@ void ModelRuntime<T>::head_backward(MicroBatchState& mb, T* dx) {
       ctx_.enter_tp_forward(enter, mb.head_normed.data(), full.data());
       head_full = full.data();
     }
-    head->acquire_weights();
+    ctx_.acquire_weights(head);
     head->acquire_grads();
     ctx_.gemm(gemm_w, true, false, Vl, H, N, dlogits.data(), head_full, T(1), head->grad(w));
     ctx_.gemm(gemm, false, false, N, H, Vl, dlogits.data(), head->weight(w), T(0), dfull.data());
-    head->release_grads(nullptr);
+    ctx_.release_grads(head, nullptr);
     head->release_weights();
   }
   ctx_.enter_tp_backward(enter, dfull.data(), dnormed.data());
-  final_norm_->acquire_weights();
+  ctx_.acquire_weights(final_norm_.get());
   final_norm_->acquire_grads();
   {
     OpScope timer(norm);
@@ -440,14 +450,16 @@ void ModelRuntime<T>::head_backward(MicroBatchState& mb, T* dx) {
       rmsnorm_backward_ref(dnormed.data(), mb.head_in.data(), final_norm_->weight(final_norm_w_), mb.norm_rstd.data(), dx,
                            final_norm_->grad(final_norm_w_), int(Nr), int(H));
   }
-  final_norm_->release_grads(ctx_.sp ? &ctx_.tp() : nullptr);
+  ctx_.release_grads(final_norm_.get(), ctx_.sp ? &ctx_.tp() : nullptr);
   final_norm_->release_weights();
 }
 
 template <class T>
 void ModelRuntime<T>::grads_ready(ParamGroup<T>* group) {
   if (layout_.zero >= 2 || layout_.dp_overlap == DpOverlap::None) return;
-  ScopedOpTimer timer(*ctx_.backend, "dp_grad_reduce_start");
+  // The SP-partial sums over TP (Megatron's layer-norm gradient all-reduce) are timed with the
+  // group's reduction: the program has no op of their own.
+  OpScope timer(ctx_.dp.reduce(group->expert()));
   group->reduce_tp_partials(ctx_.tp());
   if (layout_.dp_overlap == DpOverlap::PerLayer) {
     group->start_gradient_reduction();
@@ -458,6 +470,7 @@ void ModelRuntime<T>::grads_ready(ParamGroup<T>* group) {
   bucket_bytes_ += double(group->padded()) * sizeof(T);
   if (bucket_bytes_ >= gradient_bucket_bytes(layout_, work_)) {
     for (auto* g : bucket_) {
+      OpScope starting(ctx_.dp.reduce(g->expert()));
       g->start_gradient_reduction();
       ready_.push_back(g);
     }
@@ -468,15 +481,16 @@ void ModelRuntime<T>::grads_ready(ParamGroup<T>* group) {
 
 template <class T>
 void ModelRuntime<T>::finish_gradients() {
-  ScopedOpTimer timer(*ctx_.backend, "dp_grad_reduce_wait");
   if (layout_.zero < 2) {
     if (layout_.dp_overlap == DpOverlap::None) {
       for (auto* g : param_groups()) {
+        OpScope timer(ctx_.dp.reduce(g->expert()));
         g->reduce_tp_partials(ctx_.tp());
         g->reduce_gradients_blocking();
       }
     } else {
       for (auto* g : bucket_) {
+        OpScope timer(ctx_.dp.reduce(g->expert()));
         g->start_gradient_reduction();
         ready_.push_back(g);
       }
@@ -484,10 +498,15 @@ void ModelRuntime<T>::finish_gradients() {
       if (ready_.size() != param_groups().size())
         throw Error("gradient overlap: " + std::to_string(ready_.size()) + " of " +
                     std::to_string(param_groups().size()) + " parameter groups were reduced");
-      for (auto* g : ready_) g->wait_reduction();
+      for (auto* g : ready_) {
+        OpScope timer(ctx_.dp.reduce(g->expert()));
+        g->wait_reduction();
+      }
     }
   }
   if (model_.tied_embeddings && layout_.pp > 1) {
+    // Megatron's embedding-group gradient sum of the two tied copies: not an op of the program.
+    ScopedOpTimer timer(*ctx_.backend, "tied_embedding_grad_allreduce");
     if (embedding_) embedding_->all_reduce_grads_over(*ctx_.groups->embedding);
     if (head_) head_->all_reduce_grads_over(*ctx_.groups->embedding);
   }

@@ -135,11 +135,15 @@ void ParamGroup<T>::optimizer_step(double lr, double beta1, double beta2, double
   T* w = zero_ >= 3 ? weights_.data() : weights_.data() + off;
   const T* g = zero_ >= 2 ? grads_.data() : grads_.data() + off;
   adamw_ref(w, g, adam_m_.data(), adam_v_.data(), shard, lr, beta1, beta2, eps, weight_decay, step);
-  if (zero_ < 3) {
-    TrackedBuffer<T> mine(memory_, MemoryCategory::Buffers, shard);
-    std::copy_n(w, shard, mine.data());
-    shard_group_->all_gather(mine.data(), weights_.data(), shard, elem_type_of<T>());
-  }
+}
+
+template <class T>
+void ParamGroup<T>::gather_updated_weights() {
+  if (zero_ == 0 || zero_ >= 3) return;
+  const long shard = shard_size();
+  TrackedBuffer<T> mine(memory_, MemoryCategory::Buffers, shard);
+  std::copy_n(weights_.data() + shard_offset(), shard, mine.data());
+  shard_group_->all_gather(mine.data(), weights_.data(), shard, elem_type_of<T>());
 }
 
 template <class T>

@@ -26,8 +26,9 @@ struct TensorSlot {
 template <class T>
 class ParamGroup {
  public:
-  ParamGroup(std::string name, int zero, Communicator* shard_group, MemoryTracker* memory)
-      : name_(std::move(name)), zero_(zero), shard_group_(shard_group), memory_(memory) {}
+  // expert: a layer's local experts, sharded and reduced over the expert-data group.
+  ParamGroup(std::string name, int zero, Communicator* shard_group, MemoryTracker* memory, bool expert = false)
+      : name_(std::move(name)), zero_(zero), shard_group_(shard_group), memory_(memory), expert_(expert) {}
 
   // Adds a tensor with its initial local values (the TP/EP slice of this rank). Returns its index.
   int add(const std::string& name, const std::vector<double>& init, bool tp_partial_grad);
@@ -35,6 +36,7 @@ class ParamGroup {
   void finalize();
 
   const std::string& name() const { return name_; }
+  bool expert() const { return expert_; }
   const std::vector<TensorSlot>& tensors() const { return tensors_; }
   long numel() const { return numel_; }
   long padded() const { return padded_; }
@@ -64,8 +66,9 @@ class ParamGroup {
   // Sums the gradient (or its shard) over another group (tied embedding copies).
   void all_reduce_grads_over(Communicator& group);
 
-  // AdamW on this rank's part, then (zero 1, 2) all-gather of the updated weights.
+  // AdamW on this rank's part; then, under zero 1 and 2, gather_updated_weights (all-gather).
   void optimizer_step(double lr, double beta1, double beta2, double eps, double weight_decay, long step);
+  void gather_updated_weights();
   void zero_grads();
   // Sum of squares of the weights held (a checksum for tests).
   double weight_checksum();
@@ -76,6 +79,7 @@ class ParamGroup {
   int zero_;
   Communicator* shard_group_;
   MemoryTracker* memory_;
+  bool expert_ = false;
   std::vector<TensorSlot> tensors_;
   std::vector<double> init_;  // released after finalize
   long numel_ = 0, padded_ = 0;

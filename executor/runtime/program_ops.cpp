@@ -36,11 +36,27 @@ RankProgram rank_program(const ModelSpec& model, const Layout& layout, const Wor
   r.pp_bwd = list_of(stage, "pp", "bwd", {st.pp_send}, "pipeline send backward");
   // pp_send is a member of the stage: point the ops at it, not at the temporary vector.
   r.pp_fwd.ops[0].op = r.pp_bwd.ops[0].op = &st.pp_send;
+  r.dp_ops = dp_ops(model, w, layout, st, r.program.micro_batches);
+  r.dp.what = "data-parallel step";
+  for (size_t i = 0; i < r.dp_ops.ops.size(); ++i)
+    r.dp.ops.push_back({op_id(stage, "dp", "step", i, r.dp_ops.ops[i].op.name), &r.dp_ops.ops[i].op});
   return r;
 }
 
+OpHandle RankProgram::dp_op(Backend& backend, const char* name) const {
+  for (const ProgramOp& p : dp.ops)
+    if (std::string_view(p.op->name) == name) return {&backend, p.id.c_str()};
+  return {};
+}
+
+DpHandles dp_handles(const RankProgram& p, Backend& b) {
+  return {p.dp_op(b, "grad_reduce"),  p.dp_op(b, "expert_grad_reduce"),  p.dp_op(b, "param_gather"),
+          p.dp_op(b, "expert_param_gather"), p.dp_op(b, "zero3_gather"), p.dp_op(b, "expert_zero3_gather"),
+          p.dp_op(b, "optimizer_step")};
+}
+
 std::vector<const ProgramOpList*> RankProgram::lists() const {
-  return {&embed_fwd, &embed_bwd, &dense_fwd, &dense_bwd, &moe_fwd, &moe_bwd, &head_fwd, &head_bwd, &pp_fwd, &pp_bwd};
+  return {&embed_fwd, &embed_bwd, &dense_fwd, &dense_bwd, &moe_fwd, &moe_bwd, &head_fwd, &head_bwd, &pp_fwd, &pp_bwd, &dp};
 }
 
 OpHandle OpCursor::take(const char* name, bool weight_grad) {

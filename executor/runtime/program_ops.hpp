@@ -6,15 +6,18 @@
 // head's backward, ...) as the runtime reaches them and, when the list has run, checks that every
 // op of it ran: the runtime can neither run work the cost model did not price nor skip an op it did.
 //
-// What is not yet an op of the program is timed under its own name and reported apart: the
-// pipeline receives (waiting for the other stage), the data-parallel gradient reduction and the
-// optimizer step (issue 14, item 2).
+// The stage's data-parallel ops (gradient reductions, ZeRO gathers, the optimizer step; part "dp",
+// simulator/dp_traffic.hpp) are timed under their ids too, through DpHandles: they run per parameter
+// group, as often as the runtime's groups make them. What is not an op of the program is timed
+// under its own name and reported apart: waiting on pipeline receives, the tied embedding's
+// gradient sum.
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "executor/backend/backend.hpp"
 #include "models/step_program.hpp"
+#include "simulator/dp_traffic.hpp"
 
 namespace sixfold {
 
@@ -30,15 +33,20 @@ struct ProgramOpList {
   std::vector<ProgramOp> ops;
 };
 
+struct OpHandle;
+
 struct RankProgram {
   StepProgram program;
   int stage = 0;
-  ProgramOpList embed_fwd, embed_bwd, dense_fwd, dense_bwd, moe_fwd, moe_bwd, head_fwd, head_bwd, pp_fwd, pp_bwd;
+  DpOps dp_ops;  // the stage's DP ops the dp list points into
+  ProgramOpList embed_fwd, embed_bwd, dense_fwd, dense_bwd, moe_fwd, moe_bwd, head_fwd, head_bwd, pp_fwd, pp_bwd, dp;
   const ProgramOpList& layer(bool moe, bool forward) const {
     return moe ? (forward ? moe_fwd : moe_bwd) : (forward ? dense_fwd : dense_bwd);
   }
   // Every list of the rank, for reports.
   std::vector<const ProgramOpList*> lists() const;
+  // The dp list's op of this name, or an empty handle where the program has none (a group of one rank).
+  OpHandle dp_op(Backend& backend, const char* name) const;
 };
 
 // The program of the layout as the runtime runs it, with the ops of `stage`. The runtime trains in
@@ -51,6 +59,16 @@ struct OpHandle {
   Backend* backend = nullptr;
   const char* id = nullptr;
 };
+
+// The DP ops as the runtime's parameter groups use them: dense groups reduce and gather over the
+// dp x cp group, a layer's experts over the expert-data group.
+struct DpHandles {
+  OpHandle grad_reduce, expert_grad_reduce, param_gather, expert_param_gather, zero3_gather, expert_zero3_gather, optimizer;
+  const OpHandle& reduce(bool expert) const { return expert ? expert_grad_reduce : grad_reduce; }
+  const OpHandle& gather_after_step(bool expert) const { return expert ? expert_param_gather : param_gather; }
+  const OpHandle& zero3(bool expert) const { return expert ? expert_zero3_gather : zero3_gather; }
+};
+DpHandles dp_handles(const RankProgram& program, Backend& backend);
 
 // Times a scope as (part of) the run of one op.
 class OpScope {

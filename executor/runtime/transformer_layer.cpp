@@ -55,7 +55,8 @@ TransformerLayer<T>::TransformerLayer(const ExecContext& ctx, int layer, std::ui
     const int E = m.moe.num_experts, local = E / ctx.layout->ep;
     const long F = m.moe.expert_ffn;
     router_ = g.add(p + "router", normal_tensor(p + "router", seed, H, E, kInitStd), ctx.sp);
-    experts_ = std::make_unique<ParamGroup<T>>(p + "experts", ctx.layout->zero, ctx.groups->expert_dp.get(), ctx.memory());
+    experts_ = std::make_unique<ParamGroup<T>>(p + "experts", ctx.layout->zero, ctx.groups->expert_dp.get(), ctx.memory(),
+                                               true);
     for (int j = 0; j < local; ++j) {
       const std::string e = "expert" + std::to_string(ctx.groups->ep_rank * local + j) + ".";
       ex_gate_.push_back(experts_->add(p + e + "w_gate", normal_tensor(p + e + "w_gate", seed, H, F, kInitStd), ctx.sp));
@@ -124,8 +125,8 @@ const T* TransformerLayer<T>::gathered(const ExecContext& ctx, const OpHandle& o
 
 template <class T>
 void TransformerLayer<T>::forward(const ExecContext& ctx, const T* x, T* out, LayerSaved<T>& s) {
-  params_->acquire_weights();
-  if (experts_) experts_->acquire_weights();
+  ctx.acquire_weights(params_.get());
+  ctx.acquire_weights(experts_.get());
   s.x.reset(ctx.memory(), MemoryCategory::Activations, ctx.rows_residual * ctx.hidden);
   std::copy_n(x, s.x.size(), s.x.data());
   OpCursor ops(*ctx.backend, ctx.program->layer(moe_, true));
@@ -231,8 +232,8 @@ void TransformerLayer<T>::forward_impl(const ExecContext& ctx, LayerSaved<T>& s,
 
 template <class T>
 void TransformerLayer<T>::backward(const ExecContext& ctx, const T* dout, T* dx, LayerSaved<T>& s) {
-  params_->acquire_weights();
-  if (experts_) experts_->acquire_weights();
+  ctx.acquire_weights(params_.get());
+  ctx.acquire_weights(experts_.get());
   MemoryTracker* mem = ctx.memory();
   const auto Bf = MemoryCategory::Buffers;
   const long H = ctx.hidden, N = ctx.rows, Nr = ctx.rows_residual, d = ctx.head_dim;
@@ -330,8 +331,8 @@ void TransformerLayer<T>::backward(const ExecContext& ctx, const T* dout, T* dx,
   ops.finish();
   s = LayerSaved<T>();
   Communicator* tp = ctx.sp ? &ctx.tp() : nullptr;
-  params_->release_grads(tp);
-  if (experts_) experts_->release_grads(tp);
+  ctx.release_grads(params_.get(), tp);
+  ctx.release_grads(experts_.get(), tp);
   params_->release_weights();
   if (experts_) experts_->release_weights();
 }

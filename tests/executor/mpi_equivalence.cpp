@@ -112,7 +112,7 @@ bool memory_matches(const ModelSpec& model, const Layout& l, const RunReport& ru
 bool ran_the_program(const ModelSpec& model, const Layout& l, const Workload& work, const RunReport& run) {
   const int stage = rank_coordinates(l, run.rank).pp;
   std::set<std::string> listed, ran;
-  for (const ListedOp& o : list_ops(load_hardware("cpu-dev"), work, l, expand_step_program(model, l, work)))
+  for (const ListedOp& o : list_ops(model, load_hardware("cpu-dev"), work, l, expand_step_program(model, l, work)))
     if (o.stage == stage) listed.insert(o.id);
   for (const MeasuredOp& o : run.ops)
     if (o.calls > 0) ran.insert(o.id);

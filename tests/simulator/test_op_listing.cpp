@@ -49,19 +49,24 @@ TEST_CASE("op list: unique stable ids, and each stage's ops add up to its closed
     const HardwareProfile hw = load_hardware("h100-sxm-80g");
     validate_layout(model, c.layout, c.work, 0);
     const StepProgram prog = expand_step_program(model, c.layout, c.work);
-    const auto ops = list_ops(hw, c.work, c.layout, prog);
+    const auto ops = list_ops(model, hw, c.work, c.layout, prog);
     REQUIRE(!ops.empty());
     std::set<std::string> ids;
     for (const auto& o : ops) ids.insert(o.id);
     CHECK(ids.size() == ops.size());
-    const auto again = list_ops(hw, c.work, c.layout, expand_step_program(model, c.layout, c.work));
+    const auto again = list_ops(model, hw, c.work, c.layout, expand_step_program(model, c.layout, c.work));
     REQUIRE(again.size() == ops.size());
     for (size_t i = 0; i < ops.size(); ++i) CHECK(again[i].id == ops[i].id);
 
     const auto stages = stage_times(model, hw, c.work, c.layout, prog);
     std::vector<Seconds> compute(stages.size(), 0.0), recompute(stages.size(), 0.0);
     bool any_collective = false;
+    std::vector<Seconds> optimizer(stages.size(), 0.0);
     for (const auto& o : ops) {
+      if (o.part == "dp") {  // priced as the closed form's DP traffic and optimizer (checked below)
+        if (o.name == "optimizer_step") optimizer[size_t(o.stage)] += o.predicted_s * double(o.per_step);
+        continue;
+      }
       if (o.kind == "collective" || o.kind == "p2p") {
         any_collective = true;
         continue;
@@ -75,6 +80,7 @@ TEST_CASE("op list: unique stable ids, and each stage's ops add up to its closed
       const double m = double(prog.micro_batches);
       CHECK(compute[s] == doctest::Approx(stages[s].compute * m).epsilon(1e-9));
       CHECK(recompute[s] == doctest::Approx(stages[s].recompute * m).epsilon(1e-9));
+      CHECK(optimizer[s] == doctest::Approx(stages[s].optimizer).epsilon(1e-12));
     }
   }
 }

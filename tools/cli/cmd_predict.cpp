@@ -53,13 +53,15 @@ struct PredictCommand {
       std::printf("%-44s %-11s %-5s %9lld %10.2f %10.2f %11.2f %11.3f\n", o.id.c_str(), o.op_class.c_str(),
                   o.group.c_str(), (long long)o.per_step, o.flops / 1e9, o.bytes / 1e6, o.predicted_s * 1e6, step * 1e3);
       auto& t = by_stage[o.stage];
+      if (o.part == "dp") continue;  // each op alone overstates what the step pays for them: below
       (o.kind == "collective" || o.kind == "p2p" ? t.second : t.first) += step;
     }
     for (const auto& [stage, t] : by_stage)
       std::printf("stage %d: ops add up to %s of compute and %s of communication, each op alone\n", stage,
                   format_seconds(t.first).c_str(), format_seconds(t.second).c_str());
-    std::printf("predicted step %s: it also counts what hides behind what (TP, CP, DP overlap), the pipeline bubble, "
-                "host dispatch, DP/ZeRO traffic and the optimizer, which are not ops of the program yet\n",
+    std::printf("predicted step %s: it also counts what hides behind what (TP, CP, DP overlap), the pipeline bubble "
+                "and host dispatch; the dp rows (gradient reductions, ZeRO gathers, optimizer) enter it as far as "
+                "the compute does not hide them\n",
                 format_seconds(p.step_time).c_str());
   }
 
@@ -74,7 +76,7 @@ struct PredictCommand {
       write_html_report(in, report);
     }
     const std::vector<ListedOp> listed =
-        ops ? list_ops(s.hardware, s.work, s.layout, expand_step_program(s.model, s.layout, s.work)) : std::vector<ListedOp>{};
+        ops ? list_ops(s.model, s.hardware, s.work, s.layout, expand_step_program(s.model, s.layout, s.work)) : std::vector<ListedOp>{};
     if (json) {
       auto j = prediction_json(p);
       nlohmann::ordered_json out;

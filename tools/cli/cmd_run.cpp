@@ -61,7 +61,7 @@ struct RunCommand {
     const HardwareProfile op_hw = timed ? load_hardware(cpu_profile) : s.hardware;
     const double steps_run = double(rep.step_times.size());
     std::map<std::string, Seconds> predicted_op;
-    for (const ListedOp& o : list_ops(op_hw, cpu_work, s.layout, prog))
+    for (const ListedOp& o : list_ops(s.model, op_hw, cpu_work, s.layout, prog))
       if (o.stage == stage_of(0)) predicted_op[o.id] = o.predicted_s * double(o.per_step);
     std::map<std::string, std::pair<Seconds, Seconds>> by_class;  // op class -> predicted, measured per step
     for (const MeasuredOp& o : rep.ops) {
@@ -164,7 +164,8 @@ struct RunCommand {
     for (const auto& [c, pm] : by_class)
       std::printf("  %-34s %12.3f %12.3f %+8.1f%%\n", c.c_str(), pm.first * 1e3, pm.second * 1e3,
                   pm.second > 0 ? 100.0 * (pm.first - pm.second) / pm.second : 0.0);
-    std::printf("outside the program's ops (data-parallel reduction, optimizer, waiting on pipeline receives)\n");
+    if (!rep.outside_program.empty())
+      std::printf("outside the program's ops (waiting on pipeline receives, the tied embedding's gradient sum)\n");
     for (const auto& [name, t] : rep.outside_program)
       std::printf("  %-34s %12s %12.3f\n", name.c_str(), "", t.total / steps_run * 1e3);
     if (!timed)
