@@ -85,15 +85,7 @@ Op memory(const char* name, OpClass c, Bytes bytes) {
 }
 
 Op collective(const char* name, Group g, Collective c, Bytes message, int size) {
-  Op op;
-  op.name = name;
-  op.kind = c == Collective::SendRecv ? OpKind::PointToPoint : OpKind::Collective;
-  op.op_class = OpClass::Communication;
-  op.group = g;
-  op.collective = c;
-  op.message = message;
-  op.group_size = size;
-  return op;
+  return collective_op(name, g, c, message, size);
 }
 
 Op with_saved(Op op, Bytes saved) {
@@ -752,6 +744,18 @@ StepProgram expand_step_program(const ModelSpec& m, const Layout& l, const Workl
     prog.stages.push_back(std::move(st));
   }
   return prog;
+}
+
+Op collective_op(const char* name, Group g, Collective c, Bytes message, int size) {
+  Op op;
+  op.name = name;
+  op.kind = c == Collective::SendRecv ? OpKind::PointToPoint : OpKind::Collective;
+  op.op_class = OpClass::Communication;
+  op.group = g;
+  op.collective = c;
+  op.message = message;
+  op.group_size = size;
+  return op;
 }
 
 std::string op_id(int stage, const char* part, const char* pass, size_t index, const char* name) {

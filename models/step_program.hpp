@@ -126,6 +126,9 @@ bool same_program_parts(const Layout& a, const Layout& b);
 // what a per-stage price can be copied from.
 size_t first_same_stage(const StepProgram& program, size_t s);
 
+// A collective op of `size` ranks in group g; message: bytes per rank (nccl-tests' size).
+Op collective_op(const char* name, Group g, Collective c, Bytes message, int size);
+
 // The stable id of an op of the program, the name both `predict --ops` and the executor's
 // measurements use: "s<stage>.<part>.<pass>.<index>.<name>", e.g. "s0.dense.fwd.03.qkv_proj".
 // part: embed, dense, moe, head or pp; pass: fwd or bwd; index: the op's place in its list (two digits).

@@ -18,18 +18,6 @@ int weights_per_layer(const ModelSpec& m, const Layout& l, bool moe) {
   if (!moe) return attention + 2;
   return attention + 1 + 2 * (m.moe.num_experts / std::max(1, l.ep) + m.moe.shared_experts);
 }
-Op collective_op(const char* name, Group g, Collective c, Bytes message, int size) {
-  Op op;
-  op.name = name;
-  op.kind = OpKind::Collective;
-  op.op_class = OpClass::Communication;
-  op.group = g;
-  op.collective = c;
-  op.message = message;
-  op.group_size = size;
-  op.backward = true;
-  return op;
-}
 }  // namespace
 
 DpOps dp_ops(const ModelSpec& model, const Workload& work, const Layout& l, const StageProgram& st,
@@ -82,10 +70,12 @@ DpOps dp_ops(const ModelSpec& model, const Workload& work, const Layout& l, cons
                  int n, Count per_step) {
     if (dense > 0 && dense_group_size > 1) {
       DpOp o{collective_op(dense_name, Group::DP, c, dense / n, dense_group_size), role, false, per_step};
+      o.op.backward = true;
       d.ops.push_back(o);
     }
     if (expert > 0 && expert_group_size > 1) {
       DpOp o{collective_op(expert_name, Group::ExpertData, c, expert / n, expert_group_size), role, true, per_step};
+      o.op.backward = true;
       d.ops.push_back(o);
     }
   };
