@@ -34,6 +34,8 @@ void train(const ModelSpec& model, const Layout& layout, const Workload& work, c
   hp.lr = options.lr;
   ModelRuntime<T> runtime(model, layout, work, groups, backend, options.seed, hp);
   for (int step = 0; step < options.steps; ++step) {
+    // The ops' times leave out the first (warm-up) step, as the median step time does.
+    if (step == 1) report.warmup_op_times = backend.op_times();
     backend.op_events().clear();
     const auto start = std::chrono::steady_clock::now();
     report.losses.push_back(runtime.train_step(step));
@@ -122,16 +124,23 @@ RunReport run_plan_on(const ModelSpec& model, const Layout& layout, const Worklo
   report.op_times = backend->op_times();
   // The program ops this rank ran, in the program's order; the rest is work outside the program.
   const RankProgram program = rank_program(model, layout, work, groups.me.pp);
+  report.op_steps = int(report.step_times.size()) - (report.step_times.size() > 1 ? 1 : 0);
+  auto after_warmup = [&](const std::string& name, OpTime t) {
+    const auto w = report.warmup_op_times.find(name);
+    if (w != report.warmup_op_times.end()) t.total -= w->second.total, t.calls -= w->second.calls;
+    return t;
+  };
   for (const ProgramOpList* list : program.lists())
     for (const ProgramOp& op : list->ops) {
       const auto it = report.op_times.find(op.id);
       if (it == report.op_times.end()) continue;
-      report.ops.push_back({op.id, op.op->name, to_string(op.op->op_class), it->second.calls, it->second.total});
+      const OpTime t = after_warmup(op.id, it->second);
+      report.ops.push_back({op.id, op.op->name, to_string(op.op->op_class), t.calls, t.total});
       report.op_class_of[op.id] = report.ops.back().op_class;
     }
   for (const auto& [name, t] : report.op_times)
     if (!report.op_class_of.count(name)) {
-      report.outside_program[name] = t;
+      report.outside_program[name] = after_warmup(name, t);
       report.op_class_of[name] = measured_op_class(name);
     }
   if (!options.trace_path.empty()) {

@@ -40,8 +40,8 @@ struct RankMemory {
   Bytes peak_total = 0;
 };
 
-// A program op this rank ran (program_ops.hpp), all steps summed: its own time, the ops timed
-// inside it taken out.
+// A program op this rank ran (program_ops.hpp), summed over RunReport::op_steps steps: its own
+// time, the ops timed inside it taken out.
 struct MeasuredOp {
   std::string id, name, op_class;  // op_id; the program's op name; to_string(OpClass)
   long calls = 0;                  // timed scopes (a fused op runs several kernels; layers x micro-batches)
@@ -65,8 +65,12 @@ struct RunReport {
   Seconds step_time = 0;                     // median step time (the first step excluded when there are more)
   double tokens_per_second = 0;              // global tokens per step / step_time
   std::map<std::string, OpTime> op_times;    // this rank, summed over all steps, by op id or (outside the program) name
-  std::vector<MeasuredOp> ops;               // this rank's program ops, in program order
-  std::map<std::string, OpTime> outside_program;  // timed work that is not (yet) an op of the program
+  // This rank's program ops, in program order, and the timed work that is not an op of the program:
+  // over the op_steps steps after the first (warm-up) one, all of them when only one ran.
+  std::vector<MeasuredOp> ops;
+  std::map<std::string, OpTime> outside_program;
+  int op_steps = 1;
+  std::map<std::string, OpTime> warmup_op_times;  // op_times after the first step
   std::map<std::string, std::string> op_class_of;  // op id or name in op_times -> its op class
   std::vector<StepEvent> last_step_ops;      // this rank's timed ops of the last step (the measured timeline)
   std::vector<RankMemory> memory_per_rank;   // every rank's peaks (gathered), index = world rank

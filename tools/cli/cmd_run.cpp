@@ -59,7 +59,7 @@ struct RunCommand {
     // Predicted against measured op by op, under the ids `predict --ops` lists: the calibrated CPU
     // profile's prices when given, else the scenario's hardware's.
     const HardwareProfile op_hw = timed ? load_hardware(cpu_profile) : s.hardware;
-    const double steps_run = double(rep.step_times.size());
+    const double steps_run = double(rep.op_steps);  // the steps the op times cover (the warm-up left out)
     std::map<std::string, Seconds> predicted_op;
     for (const ListedOp& o : list_ops(s.model, op_hw, cpu_work, s.layout, prog))
       if (o.stage == stage_of(0)) predicted_op[o.id] = o.predicted_s * double(o.per_step);
@@ -87,11 +87,14 @@ struct RunCommand {
       for (const auto& [name, t] : p.time.components()) parts[name] = t;
       j["predicted"] = {{"hardware", op_hw.name}, {"step_time_s", p.step_time}, {"time", parts}};
       j["measured"] = {{"step_time_s", rep.step_time}, {"step_times_s", rep.step_times}};
-      // Per op: seconds per step (the mean over every step run), its own time; rank 0's stage.
+      // Per op: seconds per step (the mean over the steps after the first), its own time; rank 0's stage.
       nlohmann::ordered_json ops = nlohmann::ordered_json::array();
       for (const MeasuredOp& o : rep.ops)
         ops.push_back({{"id", o.id}, {"name", o.name}, {"op_class", o.op_class}, {"calls", o.calls},
                        {"predicted_s", predicted_op[o.id]}, {"measured_s", o.seconds / steps_run}});
+      j["ops_rank"] = world_rank(0);
+      j["ops_stage"] = stage_of(0);
+      j["ops_steps"] = rep.op_steps;
       j["ops"] = ops;
       nlohmann::ordered_json classes = nlohmann::ordered_json::array();
       for (const auto& [c, pm] : by_class)
