@@ -4,6 +4,7 @@
 
 #include "common/error.hpp"
 #include "common/parse.hpp"
+#include "models/layout_fields.hpp"
 
 namespace sixfold {
 
@@ -385,24 +386,21 @@ Count bytes_per_element(Dtype d) {
   }
 }
 
+int dp_for_gpus(const Layout& l, long long gpus) {
+  const Count mp = l.model_parallel();
+  if (mp <= 0 || gpus < mp || gpus % mp != 0)
+    throw LayoutError("dp*tp*pp*cp = gpus", "tp*pp*cp = " + std::to_string(mp) + " does not divide " +
+                                                std::to_string(gpus) + " GPUs");
+  return int(gpus / mp);
+}
+
 std::string describe(const Layout& l) {
-  std::ostringstream o;
-  o << "dp=" << l.dp << " tp=" << l.tp << " pp=" << l.pp;
-  if (l.vpp > 1) o << " vpp=" << l.vpp;
-  if (l.cp > 1) o << " cp=" << l.cp;
-  if (l.ep > 1) o << " ep=" << l.ep;
-  if (l.etp > 1) o << " etp=" << l.etp;
-  if (l.sp) o << " sp";
-  o << " zero=" << l.zero << " mbs=" << l.micro_batch << " recompute=" << to_string(l.recompute);
-  if (l.recompute == Recompute::Selective && l.recompute_modules != 0)
-    o << "(" << recompute_modules_string(l.recompute_modules) << ")";
-  if (l.first_stage_layers > 0) o << " first-stage-layers=" << l.first_stage_layers;
-  if (l.last_stage_layers > 0) o << " last-stage-layers=" << l.last_stage_layers;
-  if (l.accounts_pipeline_split())
-    o << " pp-split="
-      << (l.embedding_in_pipeline_split && l.loss_in_pipeline_split ? "embedding,loss"
-                                                                     : l.embedding_in_pipeline_split ? "embedding" : "loss");
-  return o.str();
+  std::string out;
+  for (const LayoutField& f : layout_fields()) {
+    const std::string part = f.brief ? f.brief(l) : std::string();
+    if (!part.empty()) out += (out.empty() ? "" : " ") + part;
+  }
+  return out;
 }
 
 }  // namespace sixfold

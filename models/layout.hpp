@@ -130,6 +130,7 @@ struct Layout {
   bool accounts_pipeline_split() const { return embedding_in_pipeline_split || loss_in_pipeline_split; }
 
   int gpus() const { return dp * tp * pp * cp; }
+  Count model_parallel() const { return Count(tp) * pp * cp; }  // GPUs of one data-parallel replica
   int virtual_stages() const { return schedule == Schedule::Interleaved ? vpp : 1; }
   bool operator==(const Layout&) const = default;
 };
@@ -216,5 +217,9 @@ Count bytes_per_element(Dtype d);  // matrix-input width: fp8 1, bf16/fp16 2, fp
 
 // "dp=2 tp=4 pp=2 ..." compact description for tables and messages.
 std::string describe(const Layout& layout);
+// The data-parallel size that fills `gpus` with the layout's tp x pp x cp: the one rule the CLI
+// flags, --compare and the validation rows derive dp by. LayoutError ("dp*tp*pp*cp = gpus") where
+// tp x pp x cp does not divide the GPUs.
+int dp_for_gpus(const Layout& layout, long long gpus);
 
 }  // namespace sixfold

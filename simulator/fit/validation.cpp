@@ -220,11 +220,15 @@ Scenario scenario_from_row(const CsvTable& t, size_t r, const HardwareLookup& lo
   l.pp = int(as_int(t, r, "pp", 1));
   l.cp = int(as_int(t, r, "cp", 1));
   l.ep = std::max(1, int(as_int(t, r, "ep", 1)));
-  const long model_parallel = long(l.tp) * l.pp * l.cp;
-  if (!stated(t, r, "dp") && (model_parallel <= 0 || s.gpus % model_parallel != 0 || s.gpus < model_parallel))
-    throw Error("dp not stated and gpus " + std::to_string(s.gpus) + " is not a multiple of tp*pp*cp = " +
-                std::to_string(model_parallel));
-  l.dp = int(as_int(t, r, "dp", s.gpus / std::max(1L, model_parallel)));
+  if (!stated(t, r, "dp")) {
+    try {
+      l.dp = dp_for_gpus(l, s.gpus);
+    } catch (const LayoutError& e) {
+      throw Error("dp not stated and " + e.detail());
+    }
+  } else {
+    l.dp = int(as_int(t, r, "dp", 1));
+  }
   l.vpp = int(as_int(t, r, "vpp", 1));
   if (l.vpp > 1) l.schedule = Schedule::Interleaved;
   l.sp = as_int(t, r, "sp", 0) == 1;

@@ -1,5 +1,7 @@
 #include "simulator/io/prediction_json.hpp"
 
+#include "models/layout_fields.hpp"
+
 #include <algorithm>
 
 namespace sixfold {
@@ -79,26 +81,16 @@ nlohmann::ordered_json workload_json(const Workload& w) {
 
 nlohmann::ordered_json layout_json(const Layout& l) {
   nlohmann::ordered_json j;
-  j["dp"] = l.dp;
-  j["tp"] = l.tp;
-  j["pp"] = l.pp;
-  j["vpp"] = l.vpp;
-  j["cp"] = l.cp;
-  j["ep"] = l.ep;
-  j["etp"] = l.etp;
-  j["sp"] = l.sp;
-  j["zero"] = l.zero;
-  j["micro_batch"] = l.micro_batch;
-  j["recompute"] = to_string(l.recompute);
-  if (l.recompute_modules != 0) j["recompute_modules"] = recompute_modules_string(l.recompute_modules);
-  j["dp_overlap"] = to_string(l.dp_overlap);
-  j["bucket_bytes"] = l.bucket_bytes;
-  j["tp_overlap"] = l.tp_overlap;
-  j["schedule"] = to_string(l.schedule);
-  if (l.first_stage_layers) j["first_stage_layers"] = l.first_stage_layers;
-  if (l.last_stage_layers) j["last_stage_layers"] = l.last_stage_layers;
-  if (l.embedding_in_pipeline_split) j["account_for_embedding_in_pipeline_split"] = true;
-  if (l.loss_in_pipeline_split) j["account_for_loss_in_pipeline_split"] = true;
+  for (const LayoutField& f : layout_fields()) {
+    if (f.at_default && f.at_default(l)) continue;
+    const char* key = f.json_key ? f.json_key : f.key;
+    switch (f.type) {
+      case FieldType::Count: j[key] = static_cast<long long>(f.number(l)); break;
+      case FieldType::Flag: j[key] = f.number(l) != 0; break;
+      case FieldType::Text: j[key] = f.text(l); break;
+      case FieldType::Size: j[key] = f.number(l); break;  // bytes
+    }
+  }
   return j;
 }
 

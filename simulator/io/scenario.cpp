@@ -2,6 +2,7 @@
 
 #include "common/builtin_data.hpp"
 #include "common/suggest.hpp"
+#include "models/layout_fields.hpp"
 #include "models/model_zoo.hpp"
 
 namespace sixfold {
@@ -24,17 +25,17 @@ E parse_enum_field(const YamlDoc& doc, const YAML::Node& node, const std::string
 
 // A misspelt field would silently keep its default: name it, with the fields `section` has.
 void reject_unknown_fields(const YamlDoc& doc, const YAML::Node& n, const std::string& section,
-                           std::initializer_list<const char*> known) {
+                           const std::vector<std::string>& known) {
   if (!n.IsMap()) yaml_field_error(doc, n, section, "must be a mapping");
   for (const auto& kv : n) {
     const std::string key = kv.first.as<std::string>();
     bool ok = false;
-    for (const char* k : known) ok = ok || key == k;
+    for (const std::string& k : known) ok = ok || key == k;
     if (!ok) {
       std::string allowed;
       std::vector<std::string> names;
-      for (const char* k : known) {
-        allowed += std::string(allowed.empty() ? "" : ", ") + k;
+      for (const std::string& k : known) {
+        allowed += (allowed.empty() ? "" : ", ") + k;
         names.push_back(k);
       }
       const std::string hint = closest_name(key, names);
@@ -47,40 +48,20 @@ void reject_unknown_fields(const YamlDoc& doc, const YAML::Node& n, const std::s
 Layout parse_layout(const YamlDoc& doc, const YAML::Node& n) {
   Layout l;
   if (!n) return l;
-  reject_unknown_fields(doc, n, "layout",
-                        {"dp", "tp", "pp", "vpp", "cp", "ep", "etp", "sp", "zero", "micro_batch", "recompute",
-                         "recompute_modules", "dp_overlap", "bucket_size", "tp_overlap", "schedule",
-                         "first_stage_layers", "last_stage_layers", "account_for_embedding_in_pipeline_split",
-                         "account_for_loss_in_pipeline_split"});
-  auto degree = [&](const char* key) { return int(yaml_count(doc, n, key, 1, limits::kGpus, 1, std::string("layout.") + key)); };
-  l.dp = degree("dp");
-  l.tp = degree("tp");
-  l.pp = degree("pp");
-  l.vpp = int(yaml_count(doc, n, "vpp", 1, limits::kLayers, 1, "layout.vpp"));
-  l.cp = degree("cp");
-  l.ep = degree("ep");
-  l.etp = degree("etp");
-  l.sp = optional<bool>(doc, n, "sp", false);
-  l.zero = int(yaml_count(doc, n, "zero", 0, 3, 0, "layout.zero"));
-  l.micro_batch = yaml_count(doc, n, "micro_batch", 1, limits::kGlobalBatch, 1, "layout.micro_batch");
-  l.recompute = parse_enum_field(doc, n, "recompute", Recompute::None, &parse_recompute);
-  if (n["recompute_modules"]) {
-    try {
-      l.recompute_modules = parse_recompute_modules(required<std::string>(doc, n, "recompute_modules"));
-    } catch (const UsageError& e) {
-      yaml_field_error(doc, n["recompute_modules"], "recompute_modules", e.what());
-    }
+  std::vector<std::string> keys;
+  for (const LayoutField& f : layout_fields()) keys.push_back(f.key);
+  reject_unknown_fields(doc, n, "layout", keys);
+  for (const LayoutField& f : layout_fields()) {
+    const YAML::Node v = n[f.key];
+    if (!v || v.IsNull()) continue;
+    const std::string path = std::string("layout.") + f.key;
+    yaml_parse_scalar(doc, v, path, [&](const std::string& text) {
+      f.set(l, text, path);
+      return 0;
+    });
   }
-  l.dp_overlap = parse_enum_field(doc, n, "dp_overlap", DpOverlap::Bucketed, &parse_dp_overlap);
-  l.schedule = parse_enum_field(doc, n, "schedule", l.vpp > 1 ? Schedule::Interleaved : Schedule::OneFOneB, &parse_schedule);
-  if (n["bucket_size"] && !n["bucket_size"].IsNull())
-    l.bucket_bytes = yaml_parse_scalar(doc, n["bucket_size"], "layout.bucket_size",
-                                       [](const std::string& t) { return parse_size(t, "layout.bucket_size"); });
-  l.tp_overlap = optional<bool>(doc, n, "tp_overlap", false);
-  l.first_stage_layers = int(yaml_count(doc, n, "first_stage_layers", 0, limits::kLayers, 0, "layout.first_stage_layers"));
-  l.last_stage_layers = int(yaml_count(doc, n, "last_stage_layers", 0, limits::kLayers, 0, "layout.last_stage_layers"));
-  l.embedding_in_pipeline_split = optional<bool>(doc, n, "account_for_embedding_in_pipeline_split", false);
-  l.loss_in_pipeline_split = optional<bool>(doc, n, "account_for_loss_in_pipeline_split", false);
+  // An interleaved schedule is what a vpp above 1 means unless the file says otherwise.
+  if (!n["schedule"] && l.vpp > 1) l.schedule = Schedule::Interleaved;
   return l;
 }
 
@@ -254,26 +235,16 @@ void emit_model(YAML::Emitter& o, const ModelSpec& m) {
 
 void emit_layout(YAML::Emitter& o, const Layout& l) {
   o << YAML::BeginMap;
-  o << YAML::Key << "dp" << YAML::Value << l.dp;
-  o << YAML::Key << "tp" << YAML::Value << l.tp;
-  o << YAML::Key << "pp" << YAML::Value << l.pp;
-  o << YAML::Key << "vpp" << YAML::Value << l.vpp;
-  o << YAML::Key << "cp" << YAML::Value << l.cp;
-  o << YAML::Key << "ep" << YAML::Value << l.ep;
-  o << YAML::Key << "etp" << YAML::Value << l.etp;
-  o << YAML::Key << "sp" << YAML::Value << l.sp;
-  o << YAML::Key << "zero" << YAML::Value << l.zero;
-  o << YAML::Key << "micro_batch" << YAML::Value << l.micro_batch;
-  o << YAML::Key << "recompute" << YAML::Value << to_string(l.recompute);
-  if (l.recompute_modules != 0) o << YAML::Key << "recompute_modules" << YAML::Value << recompute_modules_string(l.recompute_modules);
-  o << YAML::Key << "dp_overlap" << YAML::Value << to_string(l.dp_overlap);
-  if (l.bucket_bytes > 0) o << YAML::Key << "bucket_size" << YAML::Value << (std::to_string(static_cast<long long>(l.bucket_bytes)) + "B");
-  o << YAML::Key << "tp_overlap" << YAML::Value << l.tp_overlap;
-  o << YAML::Key << "schedule" << YAML::Value << to_string(l.schedule);
-  o << YAML::Key << "first_stage_layers" << YAML::Value << l.first_stage_layers;
-  o << YAML::Key << "last_stage_layers" << YAML::Value << l.last_stage_layers;
-  if (l.embedding_in_pipeline_split) o << YAML::Key << "account_for_embedding_in_pipeline_split" << YAML::Value << true;
-  if (l.loss_in_pipeline_split) o << YAML::Key << "account_for_loss_in_pipeline_split" << YAML::Value << true;
+  for (const LayoutField& f : layout_fields()) {
+    if (f.at_default && f.at_default(l)) continue;
+    o << YAML::Key << f.key << YAML::Value;
+    switch (f.type) {
+      case FieldType::Count: o << static_cast<long long>(f.number(l)); break;
+      case FieldType::Flag: o << (f.number(l) != 0); break;
+      case FieldType::Text:
+      case FieldType::Size: o << f.text(l); break;
+    }
+  }
   o << YAML::EndMap;
 }
 

@@ -240,7 +240,7 @@ TEST_CASE("bad framework, recompute modules or Adam moments: a usage error on th
        {std::tuple{"{seq: 4096, global_batch: 8, framework: jax}", "{dp: 8}", "'framework'"},
         std::tuple{"{seq: 4096, global_batch: 8, adam_moments: fp8}", "{dp: 8}", "'adam_moments'"},
         std::tuple{"{seq: 4096, global_batch: 8}", "{dp: 8, recompute: selective, recompute_modules: \"core_attn,bogus\"}",
-                   "'recompute_modules'"}}) {
+                   "'layout.recompute_modules'"}}) {
     const std::string yaml = write_temp("bad-scenario.yaml", std::string(base) + "workload: " + workload + "\nlayout: " + layout + "\n");
     r = run_sixfold("predict --scenario " + yaml);
     CAPTURE(r.output);

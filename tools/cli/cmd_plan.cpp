@@ -18,6 +18,7 @@
 #include "common/file_io.hpp"
 #include "common/progress.hpp"
 #include "common/suggest.hpp"
+#include "models/layout_fields.hpp"
 #include "tools/cli/command.hpp"
 #include "tools/cli/flags.hpp"
 #include "tools/cli/report.hpp"
@@ -27,10 +28,11 @@ namespace sixfold::cli {
 namespace {
 
 // "tp=8,pp=16,zero=1,sp,recompute=selective": a layout to hold against the recommendation. Keys
-// are the layout fields of a plan file (dp is derived from the GPUs when left out).
+// are the layout fields of a plan file (models/layout_fields.hpp; mbs for micro_batch); a flag
+// without a value is on; dp is derived from the GPUs when left out.
 Layout parse_layout_spec(const std::string& spec, int gpus) {
   Layout l;
-  bool dp_given = false;
+  bool dp_given = false, schedule_given = false;
   size_t start = 0;
   while (start <= spec.size()) {
     size_t end = spec.find(',', start);
@@ -41,32 +43,25 @@ Layout parse_layout_spec(const std::string& spec, int gpus) {
     const size_t eq = item.find('=');
     const std::string key = item.substr(0, eq);
     const std::string value = eq == std::string::npos ? "" : item.substr(eq + 1);
-    auto integer = [&] { return int(parse_count(value, "--compare " + key, 1, limits::kGpus)); };
-    if (key == "dp") { l.dp = integer(); dp_given = true; }
-    else if (key == "tp") l.tp = integer();
-    else if (key == "pp") l.pp = integer();
-    else if (key == "vpp") { l.vpp = integer(); if (l.vpp > 1) l.schedule = Schedule::Interleaved; }
-    else if (key == "cp") l.cp = integer();
-    else if (key == "ep") l.ep = integer();
-    else if (key == "etp") l.etp = integer();
-    else if (key == "sp") l.sp = value.empty() || value == "1" || value == "true";
-    else if (key == "zero") l.zero = int(parse_count(value, "--compare zero", 0, 3));
-    else if (key == "mbs" || key == "micro_batch") l.micro_batch = integer();
-    else if (key == "recompute") l.recompute = parse_recompute(value);
-    else if (key == "schedule") l.schedule = parse_schedule(value);
-    else if (key == "dp_overlap") l.dp_overlap = parse_dp_overlap(value);
-    else if (key == "first_stage_layers") l.first_stage_layers = integer();
-    else if (key == "last_stage_layers") l.last_stage_layers = integer();
-    else {
-      const std::vector<std::string> keys = {"dp", "tp", "pp", "vpp", "cp", "ep", "etp", "sp", "zero", "mbs", "micro_batch",
-                                             "recompute", "schedule", "dp_overlap", "first_stage_layers", "last_stage_layers"};
-      throw UsageError("--compare: unknown key '" + key + "'" + did_you_mean(key, keys) +
-                       " (allowed: dp, tp, pp, vpp, cp, ep, etp, sp, zero, mbs, recompute, schedule, dp_overlap, "
-                       "first_stage_layers, last_stage_layers)");
+    const LayoutField* f = find_layout_field(key);
+    if (!f) {
+      std::string allowed;
+      for (const std::string& k : layout_field_keys()) allowed += (allowed.empty() ? "" : ", ") + k;
+      throw UsageError("--compare: unknown key '" + key + "'" + did_you_mean(key, layout_field_keys()) + " (allowed: " +
+                       allowed + ")");
+    }
+    f->set(l, f->type == FieldType::Flag && value.empty() ? "true" : value, "--compare " + key);
+    dp_given = dp_given || f->key == std::string("dp");
+    schedule_given = schedule_given || f->key == std::string("schedule");
+  }
+  if (!schedule_given && l.vpp > 1) l.schedule = Schedule::Interleaved;
+  if (!dp_given) {
+    try {
+      l.dp = dp_for_gpus(l, gpus);
+    } catch (const LayoutError& e) {
+      throw UsageError("--compare " + spec + ": " + e.what() + "; give dp= or other degrees");
     }
   }
-  const long long model_parallel = Count(l.tp) * l.pp * l.cp;
-  if (!dp_given) l.dp = int(std::max<long long>(1, gpus / model_parallel));
   return l;
 }
 

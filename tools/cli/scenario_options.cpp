@@ -183,7 +183,7 @@ Scenario ScenarioFlags::resolve(bool with_layout) const {
     if (loss_in_split) l.loss_in_pipeline_split = true;
   }
   // Degrees are at most kGpus each: their product fits in 64 bits.
-  const long long model_parallel = Count(l.tp) * l.pp * l.cp;
+  const long long model_parallel = l.model_parallel();
   if (gpus) s.gpus = *gpus;
   else if (!have_base) {
     if (model_parallel > limits::kGpus)
@@ -191,10 +191,11 @@ Scenario ScenarioFlags::resolve(bool with_layout) const {
                        std::to_string(limits::kGpus) + " GPUs");
     s.gpus = int(model_parallel);
   }
-  if (s.gpus % model_parallel != 0)
-    throw LayoutError("dp*tp*pp*cp = gpus", "tp*pp*cp = " + std::to_string(model_parallel) +
-                                                " does not divide --gpus " + std::to_string(s.gpus) + origin());
-  l.dp = int(s.gpus / model_parallel);
+  try {
+    l.dp = dp_for_gpus(l, s.gpus);
+  } catch (const LayoutError& e) {
+    throw LayoutError(e.constraint(), e.detail() + " (--gpus)" + origin());
+  }
   if (global_batch) s.work.global_batch = *global_batch;
   else if (!have_base) {
     const long long batch = Count(l.dp) * l.micro_batch * l.pp;  // each below 2^24: no overflow

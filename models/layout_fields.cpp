@@ -1,0 +1,162 @@
+#include "models/layout_fields.hpp"
+
+#include <algorithm>
+#include <cctype>
+
+#include "common/error.hpp"
+#include "common/parse.hpp"
+
+namespace sixfold {
+
+namespace {
+std::string trim(const std::string& s) {
+  const size_t b = s.find_first_not_of(" \t\r\n"), e = s.find_last_not_of(" \t\r\n");
+  return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
+}
+}  // namespace
+
+bool parse_flag(const std::string& text, const std::string& where) {
+  std::string t = trim(text);
+  std::transform(t.begin(), t.end(), t.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+  if (t == "true" || t == "yes" || t == "on" || t == "1") return true;
+  if (t == "false" || t == "no" || t == "off" || t == "0") return false;
+  throw UsageError(where + ": '" + text + "' is not true or false (allowed: true, false)");
+}
+
+namespace {
+
+// A field's text as a parser of its type reads it, with `where` in the message.
+template <class E>
+E parse_enum(E (*parse)(const std::string&), const std::string& text, const std::string& where) {
+  try {
+    return parse(trim(text));
+  } catch (const UsageError& e) {
+    throw UsageError(where + ": " + e.what());
+  }
+}
+
+std::string show(long long v) { return std::to_string(v); }
+
+// Rows for the parallel degrees, which read, write and describe alike.
+#define SIXFOLD_DEGREE(NAME, MAX, SHOWN_FROM)                                                                  \
+  LayoutField {                                                                                             \
+    #NAME, nullptr, nullptr, FieldType::Count, 1, MAX, nullptr,                                             \
+        [](Layout& l, const std::string& t, const std::string& w) { l.NAME = int(parse_count(t, w, 1, MAX)); }, \
+        [](const Layout& l) { return double(l.NAME); }, [](const Layout& l) { return show(l.NAME); }, nullptr,   \
+        [](const Layout& l) { return l.NAME >= SHOWN_FROM ? std::string(#NAME "=") + show(l.NAME) : std::string(); } \
+  }
+
+// The text of an uneven-pipeline count in describe(): "first-stage-layers=3".
+std::string brief_count(const char* name, int v) { return v > 0 ? std::string(name) + "=" + show(v) : std::string(); }
+
+std::string pp_split(const Layout& l) {
+  if (!l.accounts_pipeline_split()) return "";
+  return std::string("pp-split=") + (l.embedding_in_pipeline_split && l.loss_in_pipeline_split ? "embedding,loss"
+                                     : l.embedding_in_pipeline_split                         ? "embedding"
+                                                                                              : "loss");
+}
+
+std::vector<LayoutField> make_fields() {
+  constexpr long long kG = limits::kGpus, kL = limits::kLayers;
+  return {
+      SIXFOLD_DEGREE(dp, kG, 1),
+      SIXFOLD_DEGREE(tp, kG, 1),
+      SIXFOLD_DEGREE(pp, kG, 1),
+      SIXFOLD_DEGREE(vpp, kL, 2),
+      SIXFOLD_DEGREE(cp, kG, 2),
+      SIXFOLD_DEGREE(ep, kG, 2),
+      SIXFOLD_DEGREE(etp, kG, 2),
+      {"sp", nullptr, nullptr, FieldType::Flag, 0, 1, nullptr,
+       [](Layout& l, const std::string& t, const std::string& w) { l.sp = parse_flag(t, w); },
+       [](const Layout& l) { return double(l.sp); }, [](const Layout& l) { return std::string(l.sp ? "true" : "false"); },
+       nullptr, [](const Layout& l) { return std::string(l.sp ? "sp" : ""); }},
+      {"zero", nullptr, nullptr, FieldType::Count, 0, 3, nullptr,
+       [](Layout& l, const std::string& t, const std::string& w) { l.zero = int(parse_count(t, w, 0, 3)); },
+       [](const Layout& l) { return double(l.zero); }, [](const Layout& l) { return show(l.zero); }, nullptr,
+       [](const Layout& l) { return "zero=" + show(l.zero); }},
+      {"micro_batch", nullptr, "mbs", FieldType::Count, 1, limits::kGlobalBatch, nullptr,
+       [](Layout& l, const std::string& t, const std::string& w) { l.micro_batch = parse_count(t, w, 1, limits::kGlobalBatch); },
+       [](const Layout& l) { return double(l.micro_batch); }, [](const Layout& l) { return show(l.micro_batch); }, nullptr,
+       [](const Layout& l) { return "mbs=" + show(l.micro_batch); }},
+      {"recompute", nullptr, nullptr, FieldType::Text, 0, 0, "none, selective, selective-op, full",
+       [](Layout& l, const std::string& t, const std::string& w) { l.recompute = parse_enum(&parse_recompute, t, w); },
+       nullptr, [](const Layout& l) { return to_string(l.recompute); }, nullptr,
+       [](const Layout& l) {
+         std::string s = "recompute=" + to_string(l.recompute);
+         if (l.recompute == Recompute::Selective && l.recompute_modules != 0)
+           s += "(" + recompute_modules_string(l.recompute_modules) + ")";
+         return s;
+       }},
+      {"recompute_modules", nullptr, nullptr, FieldType::Text, 0, 0, "Megatron's --recompute-modules names",
+       [](Layout& l, const std::string& t, const std::string& w) {
+         try {
+           l.recompute_modules = parse_recompute_modules(trim(t));
+         } catch (const UsageError& e) {
+           throw UsageError(w + ": " + e.what());
+         }
+       },
+       nullptr, [](const Layout& l) { return recompute_modules_string(l.recompute_modules); },
+       [](const Layout& l) { return l.recompute_modules == 0; }, nullptr},  // described with recompute
+      {"dp_overlap", nullptr, nullptr, FieldType::Text, 0, 0, "none, per-layer, bucketed",
+       [](Layout& l, const std::string& t, const std::string& w) { l.dp_overlap = parse_enum(&parse_dp_overlap, t, w); },
+       nullptr, [](const Layout& l) { return to_string(l.dp_overlap); }, nullptr, nullptr},
+      {"bucket_size", "bucket_bytes", nullptr, FieldType::Size, 0, 0, nullptr,
+       [](Layout& l, const std::string& t, const std::string& w) { l.bucket_bytes = parse_size(t, w); },
+       [](const Layout& l) { return l.bucket_bytes; },
+       [](const Layout& l) { return show(static_cast<long long>(l.bucket_bytes)) + "B"; },
+       [](const Layout& l) { return l.bucket_bytes <= 0; }, nullptr},
+      {"tp_overlap", nullptr, nullptr, FieldType::Flag, 0, 1, nullptr,
+       [](Layout& l, const std::string& t, const std::string& w) { l.tp_overlap = parse_flag(t, w); },
+       [](const Layout& l) { return double(l.tp_overlap); },
+       [](const Layout& l) { return std::string(l.tp_overlap ? "true" : "false"); }, nullptr, nullptr},
+      {"schedule", nullptr, nullptr, FieldType::Text, 0, 0, "gpipe, 1f1b, interleaved, zero-bubble",
+       [](Layout& l, const std::string& t, const std::string& w) { l.schedule = parse_enum(&parse_schedule, t, w); },
+       nullptr, [](const Layout& l) { return to_string(l.schedule); }, nullptr, nullptr},
+      {"first_stage_layers", nullptr, nullptr, FieldType::Count, 0, kL, nullptr,
+       [](Layout& l, const std::string& t, const std::string& w) { l.first_stage_layers = int(parse_count(t, w, 0, kL)); },
+       [](const Layout& l) { return double(l.first_stage_layers); }, [](const Layout& l) { return show(l.first_stage_layers); },
+       [](const Layout& l) { return l.first_stage_layers == 0; },
+       [](const Layout& l) { return brief_count("first-stage-layers", l.first_stage_layers); }},
+      {"last_stage_layers", nullptr, nullptr, FieldType::Count, 0, kL, nullptr,
+       [](Layout& l, const std::string& t, const std::string& w) { l.last_stage_layers = int(parse_count(t, w, 0, kL)); },
+       [](const Layout& l) { return double(l.last_stage_layers); }, [](const Layout& l) { return show(l.last_stage_layers); },
+       [](const Layout& l) { return l.last_stage_layers == 0; },
+       [](const Layout& l) { return brief_count("last-stage-layers", l.last_stage_layers); }},
+      {"account_for_embedding_in_pipeline_split", nullptr, nullptr, FieldType::Flag, 0, 1, nullptr,
+       [](Layout& l, const std::string& t, const std::string& w) { l.embedding_in_pipeline_split = parse_flag(t, w); },
+       [](const Layout& l) { return double(l.embedding_in_pipeline_split); },
+       [](const Layout& l) { return std::string(l.embedding_in_pipeline_split ? "true" : "false"); },
+       [](const Layout& l) { return !l.embedding_in_pipeline_split; }, &pp_split},  // both split fields: one token
+      {"account_for_loss_in_pipeline_split", nullptr, nullptr, FieldType::Flag, 0, 1, nullptr,
+       [](Layout& l, const std::string& t, const std::string& w) { l.loss_in_pipeline_split = parse_flag(t, w); },
+       [](const Layout& l) { return double(l.loss_in_pipeline_split); },
+       [](const Layout& l) { return std::string(l.loss_in_pipeline_split ? "true" : "false"); },
+       [](const Layout& l) { return !l.loss_in_pipeline_split; },
+       [](const Layout& l) { return l.embedding_in_pipeline_split ? std::string() : pp_split(l); }},
+  };
+}
+#undef SIXFOLD_DEGREE
+
+}  // namespace
+
+const std::vector<LayoutField>& layout_fields() {
+  static const std::vector<LayoutField> fields = make_fields();
+  return fields;
+}
+
+const LayoutField* find_layout_field(std::string_view key) {
+  for (const LayoutField& f : layout_fields())
+    if (key == f.key || (f.alias && key == f.alias)) return &f;
+  return nullptr;
+}
+
+std::vector<std::string> layout_field_keys() {
+  std::vector<std::string> keys;
+  for (const LayoutField& f : layout_fields()) {
+    keys.push_back(f.key);
+    if (f.alias) keys.push_back(f.alias);
+  }
+  return keys;
+}
+
+}  // namespace sixfold
