@@ -101,6 +101,10 @@ FileWriter::FileWriter(const std::string& path) : path_(path) {
   }
 }
 
+void check_writable(const std::string& path) {
+  FileWriter probe(path);  // creates and, uncommitted, removes its temporary file
+}
+
 FileWriter::~FileWriter() {
   if (fd_ >= 0) ::close(fd_);
   if (!tmp_.empty()) ::unlink(tmp_.c_str());

@@ -16,6 +16,9 @@ std::string read_text_file(const std::string& path, std::size_t max_bytes, const
 // regular file (/dev/stdout, a pipe, /dev/full) is written in place, every error still checked.
 // Throws Error "cannot write 'PATH': REASON" and removes the temporary file on any failure.
 void write_text_file(const std::string& path, const std::string& text);
+// Throws the Error FileWriter would where `path` cannot be written, writing nothing: for outputs
+// that come at the end of long work (a run's trace), checked before the work starts.
+void check_writable(const std::string& path);
 
 // The same, streamed: for outputs too large to build in memory first (a Chrome trace of a big
 // layout is hundreds of MB). Text is buffered and written as it comes; commit() makes the file

@@ -485,3 +485,14 @@ TEST_CASE("predict --ops --json and run --json list the same op ids, each run wi
   CHECK(threads == sim_threads);
   CHECK(tj["otherData"]["measured"] == true);
 }
+
+TEST_CASE("run refuses an output it cannot write before it trains") {
+  const std::string plan = write_temp("plan-unwritable.yaml",
+                                      "schema_version: 1\nmodel:\n  name: tiny\n  architecture: {name: tiny, layers: 2, hidden: 32, "
+                                      "ffn: 64, heads: 4, kv_heads: 2, vocab: 64, max_seq: 32, norm: rmsnorm, activation: swiglu}\n"
+                                      "hardware: cpu-dev\ngpus: 1\nworkload: {seq: 16, global_batch: 4, dtype: fp32}\nlayout: {dp: 1}\n");
+  Result r = run_sixfold("run --plan " + plan + " --steps 2 --trace /nonexistent-dir/measured.json");
+  CHECK(r.code == 1);
+  CHECK(contains(r.output, "/nonexistent-dir/measured.json"));
+  CHECK(!contains(r.output, "loss"));  // no step ran
+}

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/file_io.hpp"
 #include "executor/runtime/measured_op_class.hpp"
 #include "executor/runtime/run.hpp"
 #include "models/rank_mesh.hpp"
@@ -39,6 +40,9 @@ struct RunCommand {
       throw UsageError("--emulate-rank " + std::to_string(*emulate_rank) + " is not a rank of the layout (0 to " +
                        std::to_string(s.layout.gpus() - 1) + ")");
     opt.emulate_rank = emulate_rank.value_or(-1);
+    // The outputs come after the run: refuse a path that cannot be written before it starts.
+    if (!trace.empty()) check_writable(trace);
+    if (!report.empty()) check_writable(report);
     const RunReport rep = run_plan(s.model, s.layout, s.work, opt);
     if (rep.rank != 0) return 0;
 
