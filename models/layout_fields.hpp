@@ -1,8 +1,9 @@
 #pragma once
 // The fields of a Layout, once: the key a plan file, the layout JSON and `plan --compare` use, the
 // type and range of the value, how it reads from and writes to text, whether outputs leave it out
-// at its default, and how `describe` shows it. The plan YAML reader and writer, layout_json,
-// --compare and describe walk this table; a new layout field is one more row here.
+// at its default, how `describe` shows it, and its CLI option. The plan YAML reader and writer,
+// layout_json, --compare, describe and the CLI's layout options walk this table; a new layout
+// field is one more row here (and its exporters).
 #include <string>
 #include <string_view>
 #include <vector>
@@ -28,6 +29,8 @@ struct LayoutField {
   bool (*at_default)(const Layout& l);  // outputs leave the field out when true (nullptr: always written)
   // Its part of describe() ("tp=8", "sp"), "" when it adds nothing.
   std::string (*brief)(const Layout& l);
+  const char* flag = nullptr;  // the CLI option (a Flag type: a switch), nullptr: none (dp is derived)
+  const char* help = nullptr;
 };
 
 const std::vector<LayoutField>& layout_fields();

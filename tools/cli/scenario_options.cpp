@@ -2,6 +2,7 @@
 
 #include "common/parse.hpp"
 #include "common/yaml_util.hpp"
+#include "models/layout_fields.hpp"
 #include "models/model_zoo.hpp"
 #include "tools/cli/flags.hpp"
 
@@ -49,32 +50,26 @@ void ScenarioFlags::add_to(CLI::App& app, bool with_layout) {
                  "megatron | deepspeed | deepspeed-legacy | torchtitan: whose loss, ZeRO-3 gathers and overlap to price (default megatron)");
   if (!with_layout) return;
   app.add_option("--plan", plan, "a plan file written by `sixfold plan --export`");
-  add_count(app, "--micro-batch", micro_batch, 1, kGlobalBatch, "sequences per micro-batch (default 1)");
-  add_count(app, "--tp", tp, 1, kGpus, "tensor-parallel size (default 1)");
-  add_count(app, "--pp", pp, 1, kGpus, "pipeline-parallel size (default 1)");
-  add_count(app, "--vpp", vpp, 1, kLayers, "virtual stages per pipeline rank (interleaved 1F1B; default 1)");
-  add_count(app, "--cp", cp, 1, kGpus, "context-parallel size (default 1)");
-  add_count(app, "--ep", ep, 1, kGpus, "expert-parallel size (default 1)");
-  add_count(app, "--etp", etp, 1, kGpus, "expert tensor-parallel size (default 1)");
-  app.add_flag("--sp", sp, "Megatron sequence parallelism (needs tp > 1)");
-  app.add_flag("--no-sp", no_sp, "turn sequence parallelism off (over a plan or scenario)");
-  add_count(app, "--zero", zero, 0, 3, "ZeRO stage 0-3 (0: plain DDP; 1: distributed optimizer)");
-  app.add_option("--recompute", recompute, "none | selective | selective-op | full (default none)");
-  app.add_option("--recompute-modules", recompute_modules,
-                 "selective recompute's modules, Megatron-Core's names: core_attn (default), mlp, layernorm, "
-                 "mla_up_proj, moe, moe_act, shared_experts (comma-separated; implies --recompute selective)");
-  app.add_option("--dp-overlap", dp_overlap, "none | per-layer | bucketed (default bucketed)");
-  add_size(app, "--bucket-size", bucket_size,
-           "DP gradient bucket size with a unit, e.g. 25MiB (default: the framework's: Megatron max(40M, 1M x dp) "
-           "elements, DeepSpeed 5e8 elements, PyTorch DDP 25MiB)");
-  app.add_flag("--tp-overlap", tp_overlap, "overlap TP communication with GEMMs");
-  app.add_option("--schedule", schedule, "1f1b | interleaved | gpipe | zero-bubble (default 1f1b; interleaved when vpp > 1)");
-  add_count(app, "--first-stage-layers", first_stage_layers, 1, kLayers, "layers on the first pipeline stage (uneven pipelines)");
-  add_count(app, "--last-stage-layers", last_stage_layers, 1, kLayers, "layers on the last pipeline stage (uneven pipelines)");
-  app.add_flag("--account-for-embedding-in-pipeline-split", embedding_in_split,
-               "the embedding takes a layer's place in the first virtual stage (Megatron's flag)");
-  app.add_flag("--account-for-loss-in-pipeline-split", loss_in_split,
-               "the loss takes a layer's place in the last virtual stage (Megatron's flag)");
+  // One option per layout field with a flag (models/layout_fields.hpp): checked as it is read,
+  // applied in resolve.
+  for (const LayoutField& f : layout_fields()) {
+    if (!f.flag) continue;
+    const std::string key = f.key, flag = f.flag;
+    if (f.type == FieldType::Flag) {
+      app.add_flag_callback(flag, [this, key] { layout_options[key] = "true"; }, f.help);
+    } else {
+      const LayoutField* field = &f;
+      app.add_option_function<std::string>(
+          flag,
+          [this, field, key, flag](const std::string& text) {
+            Layout probe;
+            field->set(probe, text, flag);
+            layout_options[key] = text;
+          },
+          f.help);
+    }
+    if (key == "sp") app.add_flag("--no-sp", no_sp, "turn sequence parallelism off (over a plan or scenario)");
+  }
 }
 
 std::string ScenarioFlags::origin() const {
@@ -148,39 +143,23 @@ Scenario ScenarioFlags::resolve(bool with_layout) const {
 
   Layout& l = s.layout;
   if (with_layout) {
-    if (tp) l.tp = *tp;
-    if (pp) l.pp = *pp;
-    if (cp) l.cp = *cp;
-    if (ep) l.ep = *ep;
-    if (etp) l.etp = *etp;
-    if (vpp) {
-      l.vpp = *vpp;
-      if (l.vpp > 1 && schedule.empty()) l.schedule = Schedule::Interleaved;
+    for (const LayoutField& f : layout_fields()) {
+      const auto it = layout_options.find(f.key);
+      if (it != layout_options.end()) f.set(l, it->second, f.flag);
     }
-    if (sp && no_sp) throw UsageError("--sp and --no-sp contradict each other");
-    if (sp) l.sp = true;
+    if (given("vpp") && l.vpp > 1 && !given("schedule")) l.schedule = Schedule::Interleaved;
+    if (given("sp") && no_sp) throw UsageError("--sp and --no-sp contradict each other");
     if (no_sp) l.sp = false;
-    if (zero) l.zero = *zero;
-    if (micro_batch) l.micro_batch = *micro_batch;
-    if (!recompute.empty()) l.recompute = parse_recompute(recompute);
+    const std::string recompute = given("recompute") ? layout_options.at("recompute") : "";
     // torchtitan's "selective" activation checkpointing is op-level by default (selective_ac_option
     // = "op"); Megatron's core-attention recompute does not exist there.
-    if (recompute == "selective" && recompute_modules.empty() && s.work.framework == Framework::Torchtitan)
+    if (recompute == "selective" && !given("recompute_modules") && s.work.framework == Framework::Torchtitan)
       l.recompute = Recompute::SelectiveOp;
-    if (!recompute_modules.empty()) {
-      if (!recompute.empty() && l.recompute != Recompute::Selective)
+    if (given("recompute_modules")) {
+      if (given("recompute") && l.recompute != Recompute::Selective)
         throw UsageError("--recompute-modules needs --recompute selective (got " + recompute + ")");
       l.recompute = Recompute::Selective;
-      l.recompute_modules = parse_recompute_modules(recompute_modules);
     }
-    if (!dp_overlap.empty()) l.dp_overlap = parse_dp_overlap(dp_overlap);
-    if (bucket_size) l.bucket_bytes = *bucket_size;
-    if (tp_overlap) l.tp_overlap = true;
-    if (!schedule.empty()) l.schedule = parse_schedule(schedule);
-    if (first_stage_layers) l.first_stage_layers = *first_stage_layers;
-    if (last_stage_layers) l.last_stage_layers = *last_stage_layers;
-    if (embedding_in_split) l.embedding_in_pipeline_split = true;
-    if (loss_in_split) l.loss_in_pipeline_split = true;
   }
   // Degrees are at most kGpus each: their product fits in 64 bits.
   const long long model_parallel = l.model_parallel();

@@ -3,6 +3,7 @@
 // plan, simulate and run. A --scenario or --plan file gives the base; flags override it.
 #include <CLI/CLI.hpp>
 
+#include <map>
 #include <optional>
 #include <string>
 
@@ -11,14 +12,15 @@
 namespace sixfold::cli {
 
 struct ScenarioFlags {
-  std::string scenario, plan, model, hardware, cluster, dtype, recompute, dp_overlap, schedule, framework, adam_moments, attention_kernel, cross_entropy;
-  std::string recompute_modules;
-  std::optional<Bytes> bucket_size;
+  std::string scenario, plan, model, hardware, cluster, dtype, framework, adam_moments, attention_kernel, cross_entropy;
   std::optional<BytesPerSec> network_bandwidth, intra_node_bandwidth;
-  std::optional<int> gpus, gpus_per_node, tp, pp, vpp, cp, ep, etp, zero, first_stage_layers, last_stage_layers, mtp_layers, train_metric_passes;
-  std::optional<long long> seq, global_batch, micro_batch;
-  bool sp = false, no_sp = false, tp_overlap = false, no_overlap_p2p = false, overlap_moe_ep = false, no_flash_attention = false, fp8_activation_input_store = false;
-  bool embedding_in_split = false, loss_in_split = false;
+  std::optional<int> gpus, gpus_per_node, mtp_layers, train_metric_passes;
+  std::optional<long long> seq, global_batch;
+  bool no_sp = false, no_overlap_p2p = false, overlap_moe_ep = false, no_flash_attention = false, fp8_activation_input_store = false;
+  // The layout options given, by layout field key (models/layout_fields.hpp), as typed; each is
+  // checked when parsed and applied over the base in resolve.
+  std::map<std::string, std::string> layout_options;
+  bool given(const char* key) const { return layout_options.count(key) > 0; }
 
   // with_layout: add the layout flags (predict, simulate); plan has its own search flags.
   void add_to(CLI::App& app, bool with_layout);
