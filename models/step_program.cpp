@@ -106,7 +106,35 @@ void tp_exit(std::vector<Op>& ops, const Dims& d, const char* ar_name, const cha
   Op op = d.sp ? collective(rs_name, Group::TP, Collective::ReduceScatter, Bytes(d.tokens * d.h * d.act), d.tp)
                : collective(ar_name, Group::TP, Collective::AllReduce, Bytes(d.tokens * d.h * d.act), d.tp);
   op.tp_overlappable = true;
+  // Without SP the output's all-reduce has the identity as its backward (Megatron's
+  // reduce_from_tensor_model_parallel_region); its block's input gradient is all-reduced instead
+  // (add_tp_input_grads).
+  op.forward_only = !d.sp;
   ops.push_back(op);
+}
+
+// Without SP a TP block's input is replicated over TP, and each rank's backward yields a part of
+// its gradient: the parts are all-reduced after the block's backward, before the backward of the
+// norm that opens the block (Megatron's copy_to_tensor_model_parallel_region: identity forward,
+// all-reduce backward). For each block of `forward` (a norm, the ops up to the block's output
+// all-reduce), the same collective goes into `backward`, searched from `from`.
+void add_tp_input_grads(const std::vector<Op>& forward, std::vector<Op>& backward, size_t from) {
+  for (size_t i = 0; i < forward.size(); ++i) {
+    const Op& exit = forward[i];
+    if (!exit.forward_only || exit.group != Group::TP || exit.collective != Collective::AllReduce) continue;
+    size_t norm = i;
+    while (norm > 0 && forward[norm - 1].op_class != OpClass::Norm) --norm;
+    if (norm == 0) continue;  // no norm opens it (the embedding's output): nothing flows back
+    const std::string_view name = forward[norm - 1].name;
+    for (size_t b = from; b < backward.size(); ++b)
+      if (backward[b].op_class == OpClass::Norm && name == backward[b].name) {
+        Op reduce = exit;
+        reduce.forward_only = false;
+        reduce.backward = true;
+        backward.insert(backward.begin() + std::ptrdiff_t(b), reduce);
+        break;
+      }
+  }
 }
 
 // Ops flagged here are "core attention": dropped from the saved set and recomputed under
@@ -488,6 +516,7 @@ LayerProgram make_layer(const ModelSpec& m, const Layout& l, const Workload& w, 
   }
   lp.recompute_ops = lp.backward.size();
   for (auto it = lp.forward.rbegin(); it != lp.forward.rend(); ++it) add_backward(lp.backward, *it);
+  add_tp_input_grads(lp.forward, lp.backward, lp.recompute_ops);
 
   // Parameters on this rank. TP shards the matrices; norms and the MLA down-projections are
   // replicated; KV heads are replicated when tp exceeds them.
@@ -623,7 +652,9 @@ void add_mtp(StageEdges& st, bool first, const ModelSpec& m, const Layout& l, co
     for (auto it = tail.rbegin(); it != tail.rend(); ++it) add_backward(backward, *it);
     add_head_input_grad(backward, d, kMtpHead);
     backward.insert(backward.end(), layer.backward.begin(), layer.backward.end());
+    const size_t head_from = backward.size();
     for (auto it = head.rbegin(); it != head.rend(); ++it) add_backward(backward, *it);
+    add_tp_input_grads(head, backward, head_from);
     st.post_backward.insert(st.post_backward.begin(), backward.begin(), backward.end());
     st.dense_params += layer.dense_params + h * 2 * h / l.tp + 3 * norm_params;
     st.expert_params += layer.expert_params;
@@ -640,10 +671,6 @@ StageEdges make_edges(const ModelSpec& m, const Layout& l, const Workload& w, co
   if (first) {
     st.pre_forward.push_back(memory("embedding", OpClass::Embedding, Bytes(2 * T * h * a)));
     tp_exit(st.pre_forward, d, "embed_allreduce", "embed_reducescatter");
-    // The vocab-parallel embedding's all-reduce (no SP) has the identity as its backward
-    // (reduce_from_tensor_model_parallel_region); under SP the reduce-scatter's is an all-gather.
-    if (!d.sp && !st.pre_forward.empty() && st.pre_forward.back().kind == OpKind::Collective)
-      st.pre_forward.back().forward_only = true;
     if (m.dropout) st.pre_forward.push_back(with_saved(memory("embed_dropout", OpClass::Elementwise, Bytes(2 * Ts * h * a)), Bytes(Ts * h)));
     st.dense_params += vocab_rank * h + (m.learned_positions ? Count(m.max_seq) * h : 0);
   }

@@ -63,9 +63,8 @@ struct ExecContext {
 
   // The ops of the TP boundaries: the all-gather entering a column-parallel GEMM (SP only), and the
   // all-reduce (no SP) or reduce-scatter (SP) leaving a row-parallel one; in a backward list the
-  // same names stand for their backward collectives. The backward all-reduce of a column-parallel
-  // input without SP: `no_sp` (the program lists a layer's at the row-parallel op's place, the
-  // same message; the runtime runs it where Megatron does, after the column-parallel backward).
+  // same names stand for their backward collectives. Without SP the exit's backward is the
+  // identity and the entry's is an all-reduce, named as the block's exit (`no_sp`).
   OpHandle tp_enter_op(OpCursor& ops, const char* allgather) const { return sp ? ops.take_collective(allgather) : OpHandle{}; }
   OpHandle tp_exit_op(OpCursor& ops, const char* allreduce, const char* reducescatter) const {
     return ops.take_collective(sp ? reducescatter : allreduce);

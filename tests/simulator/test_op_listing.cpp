@@ -99,3 +99,46 @@ TEST_CASE("predict --ops --json lists the ops with ids; the text lists them with
   CHECK(r.output.find("stage 3: ops add up to") != std::string::npos);
   CHECK(sixfold::test::run_sixfold("predict --scenario pp-1f1b --json").output.find("\"ops\"") == std::string::npos);
 }
+
+TEST_CASE("step program: TP boundaries as Megatron's f and g (no SP), and as all-gather/reduce-scatter pairs (SP)") {
+  const ModelSpec model = load_model("llama3-8b");
+  Workload w;
+  w.seq = 4096, w.global_batch = 8;
+  auto names = [](const std::vector<Op>& ops) {
+    std::vector<std::string> out;
+    for (const Op& op : ops) out.push_back(op.name);
+    return out;
+  };
+  auto index_of = [](const std::vector<std::string>& v, const std::string& name, size_t from = 0) {
+    for (size_t i = from; i < v.size(); ++i)
+      if (v[i] == name) return i;
+    return v.size();
+  };
+  Layout l;
+  l.tp = 2, l.dp = 4;
+  const StepProgram no_sp = expand_step_program(model, l, w);
+  const auto fwd = names(no_sp.dense_layer().forward), bwd = names(no_sp.dense_layer().backward);
+  // g: all-reduce after the row-parallel GEMMs in forward, nothing in backward; f: nothing in
+  // forward, all-reduce after the column-parallel GEMMs' backward, before the block's norm.
+  CHECK(index_of(fwd, "attn_allreduce") == index_of(fwd, "out_proj") + 1);
+  CHECK(index_of(fwd, "mlp_allreduce") == index_of(fwd, "mlp_down") + 1);
+  CHECK(index_of(bwd, "attn_allreduce") + 1 == index_of(bwd, "attn_norm"));
+  CHECK(index_of(bwd, "attn_allreduce") > index_of(bwd, "qkv_proj"));
+  CHECK(index_of(bwd, "mlp_allreduce") + 1 == index_of(bwd, "mlp_norm"));
+  CHECK(index_of(bwd, "mlp_allreduce") > index_of(bwd, "mlp_up"));
+  CHECK(index_of(bwd, "mlp_allreduce", index_of(bwd, "mlp_allreduce") + 1) == bwd.size());  // once
+  // The embedding's all-reduce has no backward; the head's input gradient is all-reduced.
+  const StageEdges& edges = *no_sp.stages[0].edges;
+  for (const Op& op : edges.pre_backward) CHECK(op.kind != OpKind::Collective);
+  const auto head_bwd = names(edges.post_backward);
+  CHECK(index_of(head_bwd, "head_grad_allreduce") + 1 == index_of(head_bwd, "final_norm"));
+  CHECK(index_of(head_bwd, "loss_allreduce") == head_bwd.size());
+
+  l.sp = true;
+  const StepProgram sp = expand_step_program(model, l, w);
+  const auto sfwd = names(sp.dense_layer().forward), sbwd = names(sp.dense_layer().backward);
+  CHECK(index_of(sfwd, "attn_allgather") + 1 == index_of(sfwd, "qkv_proj"));
+  CHECK(index_of(sbwd, "attn_allgather") + 1 == index_of(sbwd, "attn_norm"));  // its reduce-scatter
+  CHECK(sp.dense_layer().backward[index_of(sbwd, "attn_allgather")].collective == Collective::ReduceScatter);
+  CHECK(sp.dense_layer().backward[index_of(sbwd, "attn_reducescatter")].collective == Collective::AllGather);
+}
