@@ -37,6 +37,7 @@ DpOps dp_ops(const ModelSpec& model, const Workload& work, const Layout& l, cons
   const Count m = micro_batches;
 
   DpOps d;
+  d.ops.reserve(7);  // two of each collective kind and the optimizer: one allocation
   if (l.zero == 3) {
     // FSDP reduce-scatters per layer, DeepSpeed per reduce bucket; gathers are per layer (FSDP
     // flat parameters) or per parameter tensor (DeepSpeed).
@@ -102,12 +103,17 @@ DpOps dp_ops(const ModelSpec& model, const Workload& work, const Layout& l, cons
   return d;
 }
 
-Seconds dp_op_time(const DpOp& o, const Layout& l, const HardwareProfile& hw) {
+namespace {
+// dense, expert: where the dense gradient group and the expert-data group sit.
+Seconds op_time(const DpOp& o, const GroupPlacement& dense, const GroupPlacement& expert, const HardwareProfile& hw) {
   if (o.role == DpRole::Optimizer)
     return o.op.bytes / (hw.memory_bandwidth * hw.memory_efficiency) + 10 * hw.kernel_overhead + hw.step_overhead;
-  const GroupPlacement where = o.expert ? place_group(Group::ExpertData, l, hw.gpus_per_node)
-                                        : place_gradient_group(l, hw.gpus_per_node);
-  return collective_time(o.op.collective, o.op.message, where, hw);
+  return collective_time(o.op.collective, o.op.message, o.expert ? expert : dense, hw);
+}
+}  // namespace
+
+Seconds dp_op_time(const DpOp& o, const Layout& l, const HardwareProfile& hw) {
+  return op_time(o, place_gradient_group(l, hw.gpus_per_node), place_group(Group::ExpertData, l, hw.gpus_per_node), hw);
 }
 
 DpTraffic dp_traffic(const ModelSpec& model, const HardwareProfile& hw, const Workload& work, const Layout& l,
@@ -121,9 +127,11 @@ DpTraffic dp_traffic(const ModelSpec& model, const HardwareProfile& hw, const Wo
   t.synchronous = d.synchronous;
   t.reduce_every_micro_batch = d.reduce_every_micro_batch;
   t.gather_once = d.gather_once;
+  const GroupPlacement dense = place_gradient_group(l, hw.gpus_per_node);
+  const GroupPlacement expert = place_group(Group::ExpertData, l, hw.gpus_per_node);
   Seconds gather_one = 0;  // one gather of each group
   for (const DpOp& o : d.ops) {
-    const Seconds one = dp_op_time(o, l, hw);
+    const Seconds one = op_time(o, dense, expert, hw);
     switch (o.role) {
       case DpRole::Reduction: {
         t.reduction += one;
@@ -131,7 +139,7 @@ DpTraffic dp_traffic(const ModelSpec& model, const HardwareProfile& hw, const Wo
         // schedules for every ZeRO stage without overlap).
         DpOp whole = o;
         whole.op.message *= d.reductions;
-        t.full_reduction += dp_op_time(whole, l, hw);
+        t.full_reduction += op_time(whole, dense, expert, hw);
         break;
       }
       case DpRole::ParamGather: t.param_gather += one; break;
