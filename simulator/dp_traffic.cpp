@@ -121,12 +121,7 @@ DpTraffic dp_traffic(const ModelSpec& model, const HardwareProfile& hw, const Wo
   const FrameworkTraits fw = framework_traits(work.framework);
   const DpOps d = dp_ops(model, work, l, st, 1);
   DpTraffic t;
-  t.reductions = d.reductions;
-  t.gathers = d.gathers;
-  t.backward_gather_passes = d.backward_gather_passes;
-  t.synchronous = d.synchronous;
-  t.reduce_every_micro_batch = d.reduce_every_micro_batch;
-  t.gather_once = d.gather_once;
+  static_cast<DpSchedule&>(t) = d;
   const GroupPlacement dense = place_gradient_group(l, hw.gpus_per_node);
   const GroupPlacement expert = place_group(Group::ExpertData, l, hw.gpus_per_node);
   Seconds gather_one = 0;  // one gather of each group

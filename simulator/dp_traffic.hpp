@@ -21,14 +21,20 @@ struct DpOp {
   Count per_step = 0;         // how many run in one step
 };
 
+// How the framework issues a stage's DP collectives: how many per pass and when.
+struct DpSchedule {
+  int reductions = 1;              // collectives per gradient pass: layers, DDP buckets or DeepSpeed buckets
+  int gathers = 0;                 // ZeRO-3 parameter all-gathers per pass (per layer or per tensor)
+  int backward_gather_passes = 1;  // ZeRO-3: 2 where the recomputed forward gathers again (DeepSpeed)
+  bool synchronous = false;        // ZeRO-3 collectives wait for the GPU: none overlaps compute
+  bool reduce_every_micro_batch = false;  // ZeRO-2/3 reduce each micro-batch's gradients
+  bool gather_once = false;               // ZeRO-3 parameters kept gathered through the step (torchtitan under PP)
+};
+
 // The stage's DP ops, one entry per kind of collective (and group) with how many run per step. A
 // collective over a group of one rank is left out; the optimizer step is always there.
-struct DpOps {
+struct DpOps : DpSchedule {
   std::vector<DpOp> ops;
-  int reductions = 1;              // gradient collectives per gradient pass
-  int gathers = 0;                 // ZeRO-3 parameter all-gathers per pass
-  int backward_gather_passes = 1;  // ZeRO-3: 2 where the recomputed forward gathers again
-  bool synchronous = false, reduce_every_micro_batch = false, gather_once = false;
 };
 
 DpOps dp_ops(const ModelSpec& model, const Workload& work, const Layout& layout, const StageProgram& stage,
@@ -37,17 +43,12 @@ DpOps dp_ops(const ModelSpec& model, const Workload& work, const Layout& layout,
 // with its launches and the step's fixed host cost.
 Seconds dp_op_time(const DpOp& op, const Layout& layout, const HardwareProfile& hw);
 
-struct DpTraffic {
+// The prices of a stage's DP ops, with the schedule they run on.
+struct DpTraffic : DpSchedule {
   Seconds full_reduction = 0;  // the stage's gradients in one collective (dp_overlap none)
-  int reductions = 1;          // collectives per gradient pass: layers, DDP buckets or DeepSpeed buckets
-  Seconds reduction = 0;       // one of them
-  int gathers = 0;             // ZeRO-3 parameter all-gathers per pass (per layer or per tensor)
+  Seconds reduction = 0;       // one of the `reductions`
   Seconds gather_pass = 0;     // ZeRO-3: all of one pass's gathers (forward, and again in backward)
-  int backward_gather_passes = 1;  // ZeRO-3: 2 where the recomputed forward gathers again (DeepSpeed)
-  bool synchronous = false;        // ZeRO-3 collectives wait for the GPU: none overlaps compute
   Seconds param_gather = 0;    // ZeRO-1/2: the updated parameters gathered once after the step
-  bool reduce_every_micro_batch = false;  // ZeRO-2/3 reduce each micro-batch's gradients
-  bool gather_once = false;               // ZeRO-3 parameters kept gathered through the step (torchtitan under PP)
   // Host time of one pass's per-tensor fetches (DeepSpeed's ZeRO-3 module hooks), spent on the
   // compute stream's critical path: the hook waits for its gather before the module runs.
   Seconds fetch_host = 0;

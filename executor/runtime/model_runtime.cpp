@@ -37,8 +37,9 @@ void require(bool ok, const std::string& what) {
 
 template <class T>
 ModelRuntime<T>::ModelRuntime(const ModelSpec& model, const Layout& layout, const Workload& work,
-                              ProcessGroups& groups, Backend& backend, std::uint64_t seed, TrainingHyperparameters hp)
-    : model_(model), layout_(layout), work_(work), seed_(seed), hp_(hp) {
+                              ProcessGroups& groups, Backend& backend, std::uint64_t seed, TrainingHyperparameters hp,
+                              std::shared_ptr<const RankProgram> program)
+    : model_(model), layout_(layout), work_(work), program_(std::move(program)), seed_(seed), hp_(hp) {
   validate_layout(model, layout, work, groups.world->size());
   require(!model.mla.enabled, "MLA attention is not implemented in the executor");
   require(!model.qkv_bias && !model.linear_bias, "linear biases are not implemented in the executor");
@@ -59,7 +60,7 @@ ModelRuntime<T>::ModelRuntime(const ModelSpec& model, const Layout& layout, cons
 
   require(!model.dropout, "dropout is not implemented in the executor");
   require(work.train_metric_passes == 0, "training-metric passes (workload.train_metric_passes) are not run by the executor");
-  program_ = std::make_unique<RankProgram>(rank_program(model, layout, work, groups.me.pp));
+  if (!program_) program_ = std::make_shared<const RankProgram>(rank_program(model, layout, work, groups.me.pp));
   ctx_.program = program_.get();
   ctx_.dp = dp_handles(*program_, backend);
   ctx_.model = &model_;

@@ -23,8 +23,11 @@ template <class T>
 class ModelRuntime {
  public:
   // Every rank of the world constructs it with the same arguments (it splits nothing itself).
+  // program: the rank's step program (rank_program), shared with the caller that reports on it;
+  // null: the runtime expands its own.
   ModelRuntime(const ModelSpec& model, const Layout& layout, const Workload& work, ProcessGroups& groups,
-               Backend& backend, std::uint64_t seed, TrainingHyperparameters hp);
+               Backend& backend, std::uint64_t seed, TrainingHyperparameters hp,
+               std::shared_ptr<const RankProgram> program = nullptr);
   ~ModelRuntime();
   // One optimizer step over global_batch sequences; returns the global mean loss (same on every rank).
   double train_step(long step);
@@ -51,7 +54,7 @@ class ModelRuntime {
   const ModelSpec& model_;
   Layout layout_;
   Workload work_;
-  std::unique_ptr<RankProgram> program_;  // the step program's ops of this rank's stage (ctx_.program)
+  std::shared_ptr<const RankProgram> program_;  // the step program's ops of this rank's stage (ctx_.program)
   ExecContext ctx_;
   std::uint64_t seed_;
   TrainingHyperparameters hp_;

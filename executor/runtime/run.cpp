@@ -29,10 +29,10 @@ namespace {
 
 template <class T>
 void train(const ModelSpec& model, const Layout& layout, const Workload& work, const RunOptions& options,
-           Backend& backend, ProcessGroups& groups, RunReport& report) {
+           Backend& backend, ProcessGroups& groups, std::shared_ptr<const RankProgram> program, RunReport& report) {
   TrainingHyperparameters hp;
   hp.lr = options.lr;
-  ModelRuntime<T> runtime(model, layout, work, groups, backend, options.seed, hp);
+  ModelRuntime<T> runtime(model, layout, work, groups, backend, options.seed, hp, std::move(program));
   for (int step = 0; step < options.steps; ++step) {
     // The ops' times leave out the first (warm-up) step, as the median step time does.
     if (step == 1) report.warmup_op_times = backend.op_times();
@@ -41,7 +41,7 @@ void train(const ModelSpec& model, const Layout& layout, const Workload& work, c
     report.losses.push_back(runtime.train_step(step));
     report.step_times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
-  // Copied while the runtime, whose program holds the op ids the events point to, still lives.
+  // The events point to the program's op ids; the report keeps its own copies.
   for (const OpEvent& e : backend.op_events()) report.last_step_ops.push_back({e.name, e.start, e.end, e.depth, e.self});
 }
 
@@ -114,8 +114,13 @@ RunReport run_plan_on(const ModelSpec& model, const Layout& layout, const Worklo
   RunReport report;
   report.world_size = backend->world().size();
   report.rank = backend->world().rank();
-  if (options.precision == Precision::Float64) train<double>(model, layout, work, options, *backend, groups, report);
-  else train<float>(model, layout, work, options, *backend, groups, report);
+  // Expanded once (for a valid layout: the message names what is wrong otherwise): the runtime runs
+  // it, and the report below names its ops.
+  validate_layout(model, layout, work, backend->world().size());
+  const auto shared_program = std::make_shared<const RankProgram>(rank_program(model, layout, work, groups.me.pp));
+  const RankProgram& program = *shared_program;
+  if (options.precision == Precision::Float64) train<double>(model, layout, work, options, *backend, groups, shared_program, report);
+  else train<float>(model, layout, work, options, *backend, groups, shared_program, report);
 
   std::vector<Seconds> sorted(report.step_times.begin() + (report.step_times.size() > 1 ? 1 : 0), report.step_times.end());
   std::sort(sorted.begin(), sorted.end());
@@ -123,7 +128,6 @@ RunReport run_plan_on(const ModelSpec& model, const Layout& layout, const Worklo
   report.tokens_per_second = double(work.global_batch) * double(work.seq) / report.step_time;
   report.op_times = backend->op_times();
   // The program ops this rank ran, in the program's order; the rest is work outside the program.
-  const RankProgram program = rank_program(model, layout, work, groups.me.pp);
   report.op_steps = int(report.step_times.size()) - (report.step_times.size() > 1 ? 1 : 0);
   auto after_warmup = [&](const std::string& name, OpTime t) {
     const auto w = report.warmup_op_times.find(name);
