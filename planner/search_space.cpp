@@ -53,6 +53,9 @@ void restrict_to_framework(SearchOptions& o, Framework f) {
     // Zero-bubble pipelines are not in Megatron-LM (they live in the sail-sg fork) nor in
     // DeepSpeed's pipeline engine; PyTorch's pipelining (torchtitan) has them.
     drop(o.schedules, [](Schedule s) { return s == Schedule::ZeroBubble; });
+    // Megatron-LM and DeepSpeed reduce gradients in buckets (--ddp-bucket-size, reduce_bucket_size)
+    // or after the backward; a reduction per layer is FSDP's (torchtitan). Their exporters refuse it.
+    drop(o.dp_overlap, [](DpOverlap d) { return d == DpOverlap::PerLayer; });
   }
 }
 

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -169,7 +170,15 @@ TEST_CASE("hardware files: infinite peaks refused") {
 TEST_CASE("hardware files: the framework terms are range-checked, naming the field") {
   std::ifstream in("configs/hardware/h100-sxm-80g.yaml");
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  auto with = [&](const std::string& name, const std::string& line) { return write_temp(name, text + line + "\n"); };
+  // The profile with `line` in place of its own line for that field, if it has one.
+  auto with = [&](const std::string& name, const std::string& line) {
+    const std::string key = line.substr(0, line.find(':') + 1);
+    std::istringstream lines(text);
+    std::string kept, l;
+    while (std::getline(lines, l))
+      if (l.rfind(key, 0) != 0) kept += l + "\n";
+    return write_temp(name, kept + line + "\n");
+  };
   expect("predict --model llama3-8b --hardware " + with("os.yaml", "overlap_slowdown: {value: 2, source: \"fit: t\"}"), 1,
          {"field 'overlap_slowdown'", "out of range (allowed: 0 to 1)"});
   expect("predict --model llama3-8b --hardware " + with("ks.yaml", "kernel_slowdown: {value: 0.5, source: \"fit: t\"}"), 1,

@@ -7,6 +7,7 @@
 #include "models/model_zoo.hpp"
 #include "planner/exporters.hpp"
 #include "planner/search_space.hpp"
+#include "simulator/cost_model.hpp"
 
 #include <algorithm>
 
@@ -65,11 +66,32 @@ TEST_CASE("a Hugging Face config's rope_theta, llama3 rope_scaling and rms_norm_
   CHECK(m.norm_eps == doctest::Approx(1e-6));
 }
 
-TEST_CASE("Megatron and DeepSpeed plans search no zero-bubble schedule; torchtitan's does") {
-  for (Framework f : {Framework::Megatron, Framework::DeepSpeed, Framework::Torchtitan}) {
+TEST_CASE("Megatron and DeepSpeed plans search no zero-bubble schedule and no per-layer reduction; torchtitan's do") {
+  for (Framework f : {Framework::Megatron, Framework::DeepSpeed, Framework::DeepSpeedLegacy, Framework::Torchtitan}) {
     SearchOptions o;
     restrict_to_framework(o, f);
     const bool zb = std::find(o.schedules.begin(), o.schedules.end(), Schedule::ZeroBubble) != o.schedules.end();
+    const bool per_layer = std::find(o.dp_overlap.begin(), o.dp_overlap.end(), DpOverlap::PerLayer) != o.dp_overlap.end();
     CHECK_MESSAGE(zb == (f == Framework::Torchtitan), to_string(f));
+    CHECK_MESSAGE(per_layer == (f == Framework::Torchtitan), to_string(f));
+  }
+  // What the search space keeps, the framework's exporter writes: the recommendation of a plain plan
+  // (a tie between per-layer and bucketed reductions once broke toward per-layer) exports as is.
+  for (Framework f : {Framework::Megatron, Framework::DeepSpeed}) {
+    SearchOptions o;
+    restrict_to_framework(o, f);
+    for (DpOverlap d : o.dp_overlap) {
+      Scenario s;
+      s.model = load_model("llama3-8b");
+      s.hardware = load_hardware("h100-sxm-80g");
+      s.gpus = 8;
+      s.work.framework = f;
+      s.work.seq = 4096;
+      s.work.global_batch = 64;
+      s.layout.dp = 8;
+      s.layout.zero = 1;
+      s.layout.dp_overlap = d;
+      CHECK_NOTHROW(export_plan(f == Framework::Megatron ? ExportFormat::Megatron : ExportFormat::DeepSpeed, s, Prediction{}));
+    }
   }
 }
