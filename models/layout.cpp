@@ -361,6 +361,7 @@ FrameworkTraits framework_traits(Framework f) {
       break;
     case Framework::DeepSpeedLegacy:
       t.zero3_synchronous = true;
+      t.zero3_list_collectives = true;
       [[fallthrough]];
     case Framework::DeepSpeed:
       t.zero3_gather_per_tensor = true;

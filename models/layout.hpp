@@ -77,6 +77,14 @@ struct FrameworkTraits {
   // Every ZeRO-3 collective waits for the GPU (torch.cuda.synchronize before each all-gather,
   // DeepSpeed issue #1069 / PR #1188): nothing overlaps with compute.
   bool zero3_synchronous = false;
+  // ZeRO-3 collectives through PyTorch's list forms (torch.distributed.all_gather into one tensor
+  // per rank, reduce_scatter from one per rank), as DeepSpeed v0.3 called them
+  // (partition_parameters.py _allgather_param / _reduce_scatter_gradient at v0.3.15, 2021-04):
+  // ProcessGroupNCCL gathers into a flat buffer of its own and copies it out to the rank's tensors
+  // one copy per rank (the inverse for reduce-scatter), after DeepSpeed zero-filled the gathered
+  // buffer. Later DeepSpeed gathers into one flat tensor (_all_gather_base; PR #1188 names these
+  // copies). Priced in dp_traffic (list_collective_extra).
+  bool zero3_list_collectives = false;
   // ZeRO-3 reduce-scatters gradients in DP buckets (DeepSpeed's reduce_bucket_size,
   // gradient_bucket_bytes) rather than one per layer (FSDP).
   bool zero3_reduces_in_buckets = false;

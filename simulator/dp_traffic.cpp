@@ -69,13 +69,14 @@ DpOps dp_ops(const ModelSpec& model, const Workload& work, const Layout& l, cons
   // and small-message penalty), left out over a group of one rank.
   auto add = [&](const char* dense_name, const char* expert_name, DpRole role, Collective c, Bytes dense, Bytes expert,
                  int n, Count per_step) {
+    const bool list = l.zero == 3 && fw.zero3_list_collectives && role != DpRole::Optimizer;
     if (dense > 0 && dense_group_size > 1) {
-      DpOp o{collective_op(dense_name, Group::DP, c, dense / n, dense_group_size), role, false, per_step};
+      DpOp o{collective_op(dense_name, Group::DP, c, dense / n, dense_group_size), role, false, per_step, list};
       o.op.backward = true;
       d.ops.push_back(o);
     }
     if (expert > 0 && expert_group_size > 1) {
-      DpOp o{collective_op(expert_name, Group::ExpertData, c, expert / n, expert_group_size), role, true, per_step};
+      DpOp o{collective_op(expert_name, Group::ExpertData, c, expert / n, expert_group_size), role, true, per_step, list};
       o.op.backward = true;
       d.ops.push_back(o);
     }
@@ -103,12 +104,19 @@ DpOps dp_ops(const ModelSpec& model, const Workload& work, const Layout& l, cons
   return d;
 }
 
+Seconds list_collective_extra(const DpOp& o, const HardwareProfile& hw) {
+  if (!o.list_collective) return 0;
+  const double passes = o.op.collective == Collective::AllGather ? 3 : 2;
+  return double(o.op.group_size) * kListCollectiveHostPerRank +
+         passes * o.op.message / (hw.memory_bandwidth * hw.memory_efficiency);
+}
+
 namespace {
 // dense, expert: where the dense gradient group and the expert-data group sit.
 Seconds op_time(const DpOp& o, const GroupPlacement& dense, const GroupPlacement& expert, const HardwareProfile& hw) {
   if (o.role == DpRole::Optimizer)
     return o.op.bytes / (hw.memory_bandwidth * hw.memory_efficiency) + 10 * hw.kernel_overhead + hw.step_overhead;
-  return collective_time(o.op.collective, o.op.message, o.expert ? expert : dense, hw);
+  return collective_time(o.op.collective, o.op.message, o.expert ? expert : dense, hw) + list_collective_extra(o, hw);
 }
 }  // namespace
 

@@ -19,6 +19,7 @@ struct DpOp {
   DpRole role = DpRole::Reduction;
   bool expert = false;        // over the expert-data group (else the dense gradient group, dp x cp)
   Count per_step = 0;         // how many run in one step
+  bool list_collective = false;  // through PyTorch's list form: a copy per rank (zero3_list_collectives)
 };
 
 // How the framework issues a stage's DP collectives: how many per pass and when.
@@ -71,6 +72,18 @@ struct DpTraffic : DpSchedule {
 // faster steps on host-sensitive devices, and issue #5047 traces ZeRO-3's slowness to too many
 // small all-gathers.
 inline constexpr int kZero3FetchHostOps = 4;
+
+// Host time of one tensor copy that ProcessGroupNCCL issues from C++ for a list collective (ATen
+// dispatch, a stream guard and cudaLaunchKernel), and of the Python view DeepSpeed makes for that
+// rank's part. A prior, not a measurement: CUDA's launch latency is 2-3 us (kMinKernelTime) and
+// an eager copy's dispatch and the view add about as much again.
+inline constexpr Seconds kListCollectiveHostPerRank = 5e-6;
+
+// What a list collective (DpOp::list_collective) costs beyond the collective itself: a copy per
+// rank launched from the host, and the copies' memory traffic on the GPU (an all-gather: the
+// zero-filled buffer written, then read and written again out of NCCL's flat buffer; a
+// reduce-scatter: read and written into the flat buffer).
+Seconds list_collective_extra(const DpOp& op, const HardwareProfile& hw);
 
 DpTraffic dp_traffic(const ModelSpec& model, const HardwareProfile& hw, const Workload& work, const Layout& layout,
                      const StageProgram& stage);

@@ -209,6 +209,40 @@ TEST_CASE("legacy DeepSpeed's synchronous ZeRO-3 exposes every gather and reduct
   CHECK(dp_traffic(m, hw, work(2048, 1536, Framework::DeepSpeedLegacy), l, prog.stages[0]).backward_gather_passes == 1);
 }
 
+TEST_CASE("legacy DeepSpeed's list collectives pay a copy per rank: their cost grows with the group") {
+  const ModelSpec m = load_model("gpt3-175b");
+  const HardwareProfile hw = load_hardware("a100-sxm-80g");
+  auto extra_of = [&](int dp, Framework f) {
+    const Layout l = data_parallel(dp, 3, 1, Recompute::Full);
+    const StepProgram prog = expand_step_program(m, l, work(2048, 1536, f));
+    const DpOps ops = dp_ops(m, work(2048, 1536, f), l, prog.stages[0], 1);
+    Seconds gather_extra = -1, reduce_extra = -1;
+    for (const DpOp& o : ops.ops) {
+      if (o.role == DpRole::Zero3Gather) {
+        gather_extra = list_collective_extra(o, hw);
+        if (o.list_collective) {
+          // One host-launched copy per rank, and the zero fill, copy out of NCCL's buffer on the GPU.
+          CHECK(gather_extra == doctest::Approx(dp * kListCollectiveHostPerRank +
+                                                3 * o.op.message / (hw.memory_bandwidth * hw.memory_efficiency)));
+          // dp_op_time prices it on top of the collective.
+          CHECK(dp_op_time(o, l, hw) > gather_extra);
+        }
+      }
+      if (o.role == DpRole::Reduction) reduce_extra = list_collective_extra(o, hw);
+    }
+    return std::pair(gather_extra, reduce_extra);
+  };
+  const auto [g384, r384] = extra_of(384, Framework::DeepSpeedLegacy);
+  const auto [g1536, r1536] = extra_of(1536, Framework::DeepSpeedLegacy);
+  CHECK(g384 > 0);
+  CHECK(r384 > 0);
+  CHECK(g1536 - g384 == doctest::Approx((1536 - 384) * kListCollectiveHostPerRank));
+  CHECK(r1536 > r384);
+  // DeepSpeed since mid-2021 gathers into one flat tensor, FSDP too: no copies.
+  CHECK(extra_of(1536, Framework::DeepSpeed).first == 0);
+  CHECK(extra_of(1536, Framework::Torchtitan).first == 0);
+}
+
 TEST_CASE("the DP bucket is the framework's unless the layout sets one") {
   Layout l;
   l.dp = 48;
