@@ -168,12 +168,15 @@ CoreRange add_attention(std::vector<Op>& ops, const ModelSpec& m, const Workload
   }
   if (m.rotary_fraction > 0)
     ops.push_back(memory("rope", OpClass::Elementwise, Bytes(2 * T * (q_width + k_width) * a)));
+  // The core attention that selective recompute re-runs; under CP it starts with the ring's K/V
+  // exchange, which the recomputed attention runs again (Megatron checkpoints the CP attention
+  // call, its P2P ring included).
+  CoreRange core;
+  core.begin = ops.size();
   if (d.cp > 1) {
     // Ring attention: cp-1 exchanges of this rank's K and V, hidden behind the attention compute.
     ops.push_back(collective("cp_kv_exchange", Group::CP, Collective::RingExchange, Bytes(T * (k_width + v_width) * a), d.cp));
   }
-  CoreRange core;
-  core.begin = ops.size();
   const Bytes qkv_saved = Bytes(T * (q_width + k_width + v_width) * a);
   // Causal attention of this rank's T query tokens against the s/2 keys each sees on average
   // (with CP's load-balanced chunks too). FLOPs: QK^T and AV, 2 FLOPs per multiply-add.

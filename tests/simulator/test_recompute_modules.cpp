@@ -49,6 +49,20 @@ TEST_CASE("the default module is core attention") {
   CHECK(layer(m, 0, false).saved == layer(m, rm::kCoreAttn, false).saved);
 }
 
+TEST_CASE("recomputed core attention under CP runs its K/V ring exchange again") {
+  const ModelSpec m = load_model("llama3-8b");
+  Layout l;
+  l.cp = 2;
+  const LayerProgram lp = layer(m, rm::kCoreAttn, false, l);
+  REQUIRE(lp.recompute_ops == 2);
+  CHECK(std::string(lp.backward[0].name) == "cp_kv_exchange");
+  CHECK(std::string(lp.backward[1].name) == "flash_attention");
+  CHECK(lp.backward[1].overlaps_previous);
+  // The saved bytes do not change: the exchange keeps nothing.
+  l.cp = 1;
+  CHECK(layer(m, rm::kCoreAttn, false, l).recompute_ops == 1);
+}
+
 TEST_CASE("layernorm stops saving the norm outputs the next GEMMs would keep") {
   const ModelSpec m = load_model("llama3-8b");
   const LayerProgram base = layer(m, rm::kCoreAttn, false);
