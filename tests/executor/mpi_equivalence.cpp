@@ -75,6 +75,10 @@ std::map<std::string, std::function<Case()>> cases() {
          c.layout.tp = 2; c.layout.pp = 2; c.layout.recompute = Recompute::Selective; })},
       // The recomputed core attention runs its CP ring again; the program lists that exchange once.
       {"recompute_selective_cp2", with([](Case& c) { c.layout.cp = 2; c.layout.recompute = Recompute::Selective; })},
+      {"recompute_selective_tp2_sp", with([](Case& c) { c.layout.tp = 2; c.layout.sp = true; c.layout.recompute = Recompute::Selective; })},
+      {"recompute_full_moe_ep2_dp2", with([](Case& c) { c.layout.dp = 2; c.layout.ep = 2; c.moe = true; c.layout.recompute = Recompute::Full; })},
+      {"recompute_selective_moe_ep2_dp2_cp2", with([](Case& c) {
+         c.layout.dp = 2; c.layout.ep = 2; c.layout.cp = 2; c.moe = true; c.layout.recompute = Recompute::Selective; })},
       {"recompute_full_tp2_pp2", with([](Case& c) { c.layout.tp = 2; c.layout.pp = 2; c.layout.recompute = Recompute::Full; })},
       {"tp2_pp2_dp2", with([](Case& c) { c.layout.tp = 2; c.layout.pp = 2; c.layout.dp = 2; c.layout.micro_batch = 1; })},
       {"cp2_tp2_dp2", with([](Case& c) { c.layout.cp = 2; c.layout.tp = 2; c.layout.dp = 2; c.layout.sp = true; })},
