@@ -1,5 +1,7 @@
 #include "models/rank_mesh.hpp"
 
+#include <algorithm>
+
 namespace sixfold {
 
 long mesh_stride(const Layout& l, MeshAxis axis) {
@@ -19,6 +21,26 @@ RankCoordinates rank_coordinates(const Layout& l, int r) {
   c.dp = int((r / mesh_stride(l, MeshAxis::DP)) % l.dp);
   c.pp = int(r / mesh_stride(l, MeshAxis::PP));
   return c;
+}
+
+long expert_stride(const Layout& l, ExpertAxis axis) {
+  switch (axis) {
+    case ExpertAxis::ETP: return 1;
+    case ExpertAxis::EP: return l.etp;
+    case ExpertAxis::EDP: return long(l.etp) * l.ep;
+  }
+  return 1;
+}
+
+int expert_data_size(const Layout& l) { return std::max(1, l.tp * l.cp * l.dp / std::max(1, l.ep * l.etp)); }
+
+ExpertCoordinates expert_coordinates(const Layout& l, int r) {
+  const long local = r % mesh_stride(l, MeshAxis::PP);
+  ExpertCoordinates e;
+  e.etp = int(local % l.etp);
+  e.ep = int((local / expert_stride(l, ExpertAxis::EP)) % l.ep);
+  e.edp = int(local / expert_stride(l, ExpertAxis::EDP));
+  return e;
 }
 
 int world_rank_of(const Layout& l, const RankCoordinates& c) {

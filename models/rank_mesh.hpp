@@ -7,9 +7,9 @@
 // executor splits its process groups by it, the cost model places groups on nodes by its strides,
 // and `run` maps ranks to stages with it.
 //
-// Expert groups are where the two users still differ (issue 14): the cost model places them as
-// Megatron-Core's expert mesh does (etp fastest, then ep, over the tp*cp*dp ranks of a stage), the
-// executor carves ep out of the data-parallel dimension (ep_rank = dp_rank % ep).
+// The experts' mesh is Megatron-Core's: the same tp*cp*dp ranks of a pipeline stage, ordered etp
+// fastest, then ep, then the expert-data index (expert_coordinates), so that with etp = 1 the EP
+// peers are the stage's neighbouring ranks (its TP and CP peers first).
 #include "models/layout.hpp"
 
 namespace sixfold {
@@ -24,5 +24,16 @@ int world_rank_of(const Layout& layout, const RankCoordinates& c);
 // The distance in world ranks between neighbouring members of a TP, CP, DP or PP group.
 enum class MeshAxis { TP, CP, DP, PP };
 long mesh_stride(const Layout& layout, MeshAxis axis);
+
+// A rank's place in the experts' mesh of its stage: local = tp + tp*(cp + cp*dp), the rank's
+// index among the stage's tp*cp*dp ranks, = etp + etp*(ep + ep*edp). Expert e lives on EP rank
+// e / (experts / ep); expert gradients reduce over the ranks of one (ep, etp) pair.
+struct ExpertCoordinates {
+  int etp = 0, ep = 0, edp = 0;
+};
+ExpertCoordinates expert_coordinates(const Layout& layout, int world_rank);
+enum class ExpertAxis { ETP, EP, EDP };
+long expert_stride(const Layout& layout, ExpertAxis axis);  // in world ranks, inside a stage
+int expert_data_size(const Layout& layout);                  // tp*cp*dp / (ep*etp)
 
 }  // namespace sixfold

@@ -17,9 +17,9 @@ GroupPlacement place_group(Group g, const Layout& l, int gpus_per_node) {
     case Group::CP: stride = mesh_stride(l, MeshAxis::CP); size = l.cp; break;
     case Group::DP: stride = mesh_stride(l, MeshAxis::DP); size = l.dp; break;
     case Group::PP: stride = mesh_stride(l, MeshAxis::PP); size = 2; break;  // a send/recv pair
-    case Group::ExpertTensor: stride = 1; size = l.etp; break;
-    case Group::EP: stride = l.etp; size = l.ep; break;
-    case Group::ExpertData: stride = long(l.etp) * l.ep; size = std::max(1, l.tp * l.cp * l.dp / (l.ep * l.etp)); break;
+    case Group::ExpertTensor: stride = expert_stride(l, ExpertAxis::ETP); size = l.etp; break;
+    case Group::EP: stride = expert_stride(l, ExpertAxis::EP); size = l.ep; break;
+    case Group::ExpertData: stride = expert_stride(l, ExpertAxis::EDP); size = expert_data_size(l); break;
   }
   GroupPlacement p;
   p.size = size;

@@ -54,6 +54,9 @@ ModelRuntime<T>::ModelRuntime(const ModelSpec& model, const Layout& layout, cons
   require(model.vocab % layout.tp == 0, "tp must divide the vocabulary (" + std::to_string(model.vocab) + ")");
   require(model.ffn % layout.tp == 0 || model.moe.enabled(), "tp must divide ffn");
   require(layout.etp == 1, "expert tensor parallelism (etp > 1) is not implemented in the executor");
+  // The EP peers include TP peers (the experts' mesh): each must route tokens of its own.
+  require(!model.moe.enabled() || layout.tp == 1 || layout.sp,
+          "MoE with tensor parallelism needs sequence parallelism (--sp), as Megatron-Core requires");
   require(model.rotary_fraction > 0, "absolute positions (rotary_fraction 0) are not implemented in the executor");
   require(work.mtp_layers == 0, "multi-token prediction (--mtp-num-layers) is not implemented in the executor");
   require(!work.fp8_activation_input_store, "the fp8 SwiGLU input store is not implemented in the executor");

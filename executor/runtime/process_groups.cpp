@@ -8,14 +8,16 @@ ProcessGroups make_process_groups(const Layout& l, Communicator& world) {
   if (world.size() != l.gpus())
     throw UsageError("the layout needs dp*tp*pp*cp = " + std::to_string(l.gpus()) + " ranks but " +
                      std::to_string(world.size()) + " were launched (" + describe(l) + ")");
-  if (l.dp % l.ep != 0)
-    throw UsageError("the executor carves expert parallelism out of data parallelism: ep must divide dp (ep=" +
-                     std::to_string(l.ep) + ", dp=" + std::to_string(l.dp) + ")");
+  if ((long(l.tp) * l.cp * l.dp) % (long(l.ep) * l.etp) != 0)
+    throw UsageError("ep x etp must divide the tp x cp x dp ranks of a pipeline stage (ep=" + std::to_string(l.ep) +
+                     ", etp=" + std::to_string(l.etp) + ", tp x cp x dp=" + std::to_string(l.tp * l.cp * l.dp) + ")");
   ProcessGroups g;
   g.world = &world;
   g.me = rank_coordinates(l, world.rank());
-  g.ep_rank = g.me.dp % l.ep;
+  g.expert = expert_coordinates(l, world.rank());
+  g.ep_rank = g.expert.ep;
   const auto& c = g.me;
+  const auto& e = g.expert;
   const std::string who = " of world rank " + std::to_string(world.rank());
   // Colors are linear indices over the coordinates that stay fixed inside the group.
   g.tp = world.split(c.pp * l.dp * l.cp + c.dp * l.cp + c.cp, c.tp, "tp group" + who);
@@ -23,9 +25,8 @@ ProcessGroups make_process_groups(const Layout& l, Communicator& world) {
   g.dp = world.split(c.pp * l.cp * l.tp + c.cp * l.tp + c.tp, c.dp, "dp group" + who);
   g.dp_cp = world.split(c.pp * l.tp + c.tp, c.dp * l.cp + c.cp, "dp x cp group" + who);
   g.pp = world.split(c.dp * l.cp * l.tp + c.cp * l.tp + c.tp, c.pp, "pp group" + who);
-  const int ep_block = c.dp / l.ep;
-  g.ep = world.split(((c.pp * l.tp + c.tp) * l.cp + c.cp) * (l.dp / l.ep) + ep_block, g.ep_rank, "ep group" + who);
-  g.expert_dp = world.split((c.pp * l.tp + c.tp) * l.ep + g.ep_rank, ep_block * l.cp + c.cp, "expert dp group" + who);
+  g.ep = world.split((c.pp * expert_data_size(l) + e.edp) * l.etp + e.etp, e.ep, "ep group" + who);
+  g.expert_dp = world.split((c.pp * l.ep + e.ep) * l.etp + e.etp, e.edp, "expert dp group" + who);
   // First and last stage of each pipeline share the tied embedding; other stages get a group of
   // their own that is never used.
   const bool on_embedding = c.pp == 0 || c.pp == l.pp - 1;

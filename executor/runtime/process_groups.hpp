@@ -1,7 +1,8 @@
 #pragma once
 // Process groups of a layout, Megatron-LM style, over the rank mesh of models/rank_mesh.hpp
-// (tp fastest, then cp, dp, pp). Expert parallelism is carved out of the data-parallel dimension:
-// ep_rank = dp_rank % ep, and the ranks of one EP group share (pp, tp, cp, dp_rank / ep).
+// (tp fastest, then cp, dp, pp) and its experts' mesh (etp fastest, then ep, then the
+// expert-data index, over the tp x cp x dp ranks of a stage: Megatron-Core's), the placement the
+// cost model prices.
 //
 // Groups:
 //   tp          same (pp, dp, cp)            tensor-parallel collectives
@@ -9,8 +10,8 @@
 //   dp          same (pp, cp, tp)            (not used for gradients; see dp_cp)
 //   dp_cp       same (pp, tp)                gradient reduction and ZeRO sharding of dense params
 //   pp          same (dp, cp, tp)            pipeline send/receive, ordered by stage
-//   ep          same (pp, tp, cp, dp/ep)     MoE all-to-all
-//   expert_dp   same (pp, tp, ep_rank)       gradient reduction of expert params
+//   ep          same (pp, edp, etp)          MoE all-to-all
+//   expert_dp   same (pp, ep, etp)           gradient reduction of expert params
 //   embedding   first and last stage of one pipeline: tied embedding gradient
 #include <memory>
 
@@ -22,7 +23,8 @@ namespace sixfold {
 
 struct ProcessGroups {
   RankCoordinates me;
-  int ep_rank = 0;  // dp_rank % ep (expert parallelism carved out of data parallelism)
+  ExpertCoordinates expert;
+  int ep_rank = 0;  // expert.ep: the rank holds experts ep_rank * E/ep ... (ep_rank + 1) * E/ep - 1
   Communicator* world = nullptr;
   std::unique_ptr<Communicator> tp, cp, dp, dp_cp, pp, ep, expert_dp, embedding;
 };

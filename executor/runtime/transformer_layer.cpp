@@ -57,11 +57,13 @@ TransformerLayer<T>::TransformerLayer(const ExecContext& ctx, int layer, std::ui
     router_ = g.add(p + "router", normal_tensor(p + "router", seed, H, E, kInitStd), ctx.sp);
     experts_ = std::make_unique<ParamGroup<T>>(p + "experts", ctx.layout->zero, ctx.groups->expert_dp.get(), ctx.memory(),
                                                true);
+    // Every replica of an expert is in its expert-data group (the experts' mesh: TP peers too, when
+    // they hold the same experts), so its gradient needs no sum over TP.
     for (int j = 0; j < local; ++j) {
       const std::string e = "expert" + std::to_string(ctx.groups->ep_rank * local + j) + ".";
-      ex_gate_.push_back(experts_->add(p + e + "w_gate", normal_tensor(p + e + "w_gate", seed, H, F, kInitStd), ctx.sp));
-      if (swiglu_) ex_up_.push_back(experts_->add(p + e + "w_up", normal_tensor(p + e + "w_up", seed, H, F, kInitStd), ctx.sp));
-      ex_down_.push_back(experts_->add(p + e + "w_down", normal_tensor(p + e + "w_down", seed, F, H, out_std), ctx.sp));
+      ex_gate_.push_back(experts_->add(p + e + "w_gate", normal_tensor(p + e + "w_gate", seed, H, F, kInitStd), false));
+      if (swiglu_) ex_up_.push_back(experts_->add(p + e + "w_up", normal_tensor(p + e + "w_up", seed, H, F, kInitStd), false));
+      ex_down_.push_back(experts_->add(p + e + "w_down", normal_tensor(p + e + "w_down", seed, F, H, out_std), false));
     }
     experts_->finalize();
   }

@@ -67,6 +67,10 @@ std::map<std::string, std::function<Case()>> cases() {
          c.layout.dp = 2; c.layout.ep = 2; c.layout.tp = 2; c.layout.sp = true; c.moe = true; })},
       {"moe_zero3_ep2_dp2_per_layer", with([](Case& c) {
          c.layout.dp = 2; c.layout.ep = 2; c.layout.zero = 3; c.layout.dp_overlap = DpOverlap::PerLayer; c.moe = true; })},
+      // The experts' mesh (Megatron-Core's): EP over the CP peers, and EP over TP and DP peers at once.
+      {"moe_ep2_cp2", with([](Case& c) { c.layout.cp = 2; c.layout.ep = 2; c.moe = true; })},
+      {"moe_ep4_tp2_sp_dp2", with([](Case& c) {
+         c.layout.tp = 2; c.layout.sp = true; c.layout.dp = 2; c.layout.ep = 4; c.moe = true; })},
       {"moe_ep2_dp2_cp2", with([](Case& c) { c.layout.dp = 2; c.layout.ep = 2; c.layout.cp = 2; c.moe = true; })},
       {"pp4_gpipe", with([](Case& c) { c.layout.pp = 4; c.layout.schedule = Schedule::GPipe; c.layout.micro_batch = 1; })},
       {"pp4_1f1b_recompute_full_cp2", with([](Case& c) {

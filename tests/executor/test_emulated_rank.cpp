@@ -91,3 +91,21 @@ TEST_CASE("emulated rank: each stage's weights, gradients and optimizer bytes eq
     CHECK(std::isfinite(r.losses[0]));
   }
 }
+
+TEST_CASE("emulated rank: MoE under TP needs SP (the EP peers include TP peers, each routing tokens of its own)") {
+  Layout l;
+  l.tp = 2;
+  l.ep = 2;
+  RunOptions opt;
+  opt.steps = 1;
+  opt.emulate_rank = 1;
+  try {
+    run_plan(tiny_model(true), l, tiny_workload(), opt);
+    FAIL("expected a UsageError");
+  } catch (const UsageError& e) {
+    CHECK(std::string(e.what()).find("needs sequence parallelism") != std::string::npos);
+  }
+  l.sp = true;
+  const RunReport r = run_plan(tiny_model(true), l, tiny_workload(), opt);
+  CHECK(std::isfinite(r.losses[0]));
+}
