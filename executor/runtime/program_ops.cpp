@@ -78,6 +78,12 @@ OpHandle OpCursor::take_collective(const char* name) {
   return {};
 }
 
+OpHandle OpCursor::peek(const char* name) const {
+  for (size_t i = 0; i < list_->ops.size(); ++i)
+    if (!taken_[i] && std::string_view(list_->ops[i].op->name) == name) return {backend_, list_->ops[i].id.c_str()};
+  return {};
+}
+
 void OpCursor::finish() const {
   std::string missing;
   for (size_t i = 0; i < list_->ops.size(); ++i)

@@ -91,8 +91,14 @@ class OpCursor {
   // A collective that the program leaves out when its group has one rank: an empty handle when the
   // list holds no op of this name at all, else as take.
   OpHandle take_collective(const char* name);
+  // The handle of the list's first op of this name not yet handed out, without handing it out
+  // (work timed under an op that runs later: Megatron's SP re-gather under the backward's
+  // reduce-scatter); empty when there is none.
+  OpHandle peek(const char* name) const;
   // Throws Error naming the ops of the list that no take handed out.
   void finish() const;
+  const ProgramOpList& list() const { return *list_; }
+  bool taken(size_t i) const { return taken_[i] != 0; }
 
  private:
   Backend* backend_;

@@ -1,7 +1,10 @@
 #include "executor/runtime/transformer_layer.hpp"
 
 #include <cmath>
+#include <initializer_list>
+#include <string_view>
 
+#include "common/error.hpp"
 #include "executor/runtime/param_init.hpp"
 #include "executor/runtime/ring_attention.hpp"
 #include "kernels/activation_ref.hpp"
@@ -125,16 +128,85 @@ const T* TransformerLayer<T>::gathered(const ExecContext& ctx, const OpHandle& o
   return full.data();
 }
 
+namespace {
+bool named(const Op& op, const char* name) { return std::string_view(op.name) == name; }
+bool named_any(const Op& op, std::initializer_list<const char*> names) {
+  for (const char* n : names)
+    if (named(op, n)) return true;
+  return false;
+}
+// The MoE block's ops: moe_forward / moe_backward take them all, from the first one reached.
+bool moe_op(const Op& op) {
+  return named_any(op, {"router", "moe_permute", "ep_dispatch", "expert_up", "expert_act", "expert_down", "ep_combine",
+                        "moe_unpermute"});
+}
+// Whether the list holds an op of this name in this pass (a TP collective over one rank is left out).
+bool lists(const ProgramOpList& list, const char* name, bool backward) {
+  for (const ProgramOp& p : list.ops)
+    if (p.op->backward == backward && named(*p.op, name)) return true;
+  return false;
+}
+}  // namespace
+
+template <class T>
+struct TransformerLayer<T>::Forward {
+  LayerSaved<T>& s;
+  T* out;                      // the layer output (a discarded buffer when the backward re-runs it all)
+  MemoryCategory saved, core;  // what the ops keep: Activations, or Buffers when recompute drops it
+  bool attn_exit = false, mlp_exit = false;  // the list holds the row-parallel GEMMs' TP collectives
+  const T* attn_in = nullptr;  // the QKV GEMMs' input: the norm output, gathered under SP
+  const T* mlp_in = nullptr;
+  TrackedBuffer<T> full, pre_q, pre_k, partial, scratch;
+};
+
+template <class T>
+struct TransformerLayer<T>::Backward {
+  LayerSaved<T>& s;
+  const T* dout;
+  T* dx;
+  bool grads_acquired = false;
+  OpHandle mlp_residual, attn_residual;  // their adds run where the branches meet (after each norm)
+  // dfull: the row-parallel GEMM's output gradient (gathered under SP); dinput: the column-parallel
+  // GEMMs' input gradient before its TP reduction; dn: after it.
+  TrackedBuffer<T> dfull, dinput, dn, dh, dact, dgate, dup, full, dattn, dq, dk, dv, dpre_q, dpre_k;
+};
+
+template <class T>
+void TransformerLayer<T>::run(const ExecContext& ctx, OpCursor& ops, Forward& f, Backward* b) {
+  const ProgramOpList& list = ops.list();
+  bool in_backward = false;
+  for (size_t i = 0; i < list.ops.size(); ++i) {
+    if (ops.taken(i)) continue;
+    const Op& op = *list.ops[i].op;
+    if (op.backward && !in_backward) {  // the re-run forward's transient buffers are done with
+      in_backward = true;
+      for (TrackedBuffer<T>* t : {&f.full, &f.pre_q, &f.pre_k, &f.partial, &f.scratch}) t->free();
+    }
+    if (!op.backward) forward_op(ctx, ops, op, f);
+    else if (b) backward_op(ctx, ops, op, *b);
+    if (!ops.taken(i)) throw Error("the executor's layer ran no work for the step program's op " + list.ops[i].id);
+  }
+  ops.finish();
+}
+
 template <class T>
 void TransformerLayer<T>::forward(const ExecContext& ctx, const T* x, T* out, LayerSaved<T>& s) {
   ctx.acquire_weights(params_.get());
   ctx.acquire_weights(experts_.get());
   s.x.reset(ctx.memory(), MemoryCategory::Activations, ctx.rows_residual * ctx.hidden);
   std::copy_n(x, s.x.size(), s.x.data());
-  OpCursor ops(*ctx.backend, ctx.program->layer(moe_, true));
-  forward_impl(ctx, s, out, ops);
-  ops.finish();
   const Recompute policy = ctx.layout->recompute;
+  // Tensors that outlive the forward are activations; those the recompute policy drops (all but
+  // the input under full, the log-sum-exp under selective) are transient buffers.
+  const auto Bf = MemoryCategory::Buffers;
+  const ProgramOpList& list = ctx.program->layer(moe_, true);
+  Forward f{s, out, policy == Recompute::Full ? Bf : MemoryCategory::Activations,
+            policy == Recompute::None ? MemoryCategory::Activations : Bf};
+  f.attn_exit = lists(list, ctx.sp ? "attn_reducescatter" : "attn_allreduce", false);
+  f.mlp_exit = lists(list, ctx.sp ? "mlp_reducescatter" : "mlp_allreduce", false);
+  OpCursor ops(*ctx.backend, list);
+  run(ctx, ops, f, nullptr);
+  s.complete = true;
   if (policy == Recompute::Selective) {
     s.lse.free();
   } else if (policy == Recompute::Full) {
@@ -147,89 +219,97 @@ void TransformerLayer<T>::forward(const ExecContext& ctx, const T* x, T* out, La
 }
 
 template <class T>
-void TransformerLayer<T>::forward_impl(const ExecContext& ctx, LayerSaved<T>& s, T* out, OpCursor& ops) {
+void TransformerLayer<T>::forward_op(const ExecContext& ctx, OpCursor& ops, const Op& op, Forward& f) {
   MemoryTracker* mem = ctx.memory();
-  const Recompute policy = ctx.layout->recompute;
-  // Tensors that outlive the forward are activations; those the recompute policy drops (all but
-  // the input under full, the log-sum-exp under selective) are transient buffers.
-  const auto Bf = MemoryCategory::Buffers;
-  const auto A = policy == Recompute::Full ? Bf : MemoryCategory::Activations;
-  const auto core = policy == Recompute::None ? MemoryCategory::Activations : Bf;
+  LayerSaved<T>& s = f.s;
+  const auto Bf = MemoryCategory::Buffers, A = f.saved;
   const long H = ctx.hidden, N = ctx.rows, Nr = ctx.rows_residual, d = ctx.head_dim;
-  const long hl = ctx.heads_local, kvl = ctx.kv_heads_local;
-  s.complete = true;
-  // Attention block.
-  s.norm1_mean.reset(mem, A, layernorm_ ? Nr : 0);
-  s.norm1_rstd.reset(mem, A, Nr);
-  s.n1.reset(mem, A, Nr * H);
-  norm_forward(ctx, ops.take("attn_norm"), norm1_w_, norm1_b_, s.x.data(), s.n1.data(), s.norm1_mean.data(),
-               s.norm1_rstd.data(), Nr);
-  {
-    const OpHandle gather = ctx.tp_enter_op(ops, "attn_allgather"), qkv = ops.take("qkv_proj"), rope = ops.take("rope");
-    TrackedBuffer<T> full, pre(mem, Bf, N * hl * d);
-    const T* attn_in = gathered(ctx, gather, s.n1, full);
+  const long hl = ctx.heads_local, kvl = ctx.kv_heads_local, Fl = ctx.ffn_local;
+  if (named(op, "attn_norm")) {
+    s.norm1_mean.reset(mem, A, layernorm_ ? Nr : 0);
+    s.norm1_rstd.reset(mem, A, Nr);
+    s.n1.reset(mem, A, Nr * H);
+    norm_forward(ctx, ops.take(op.name), norm1_w_, norm1_b_, s.x.data(), s.n1.data(), s.norm1_mean.data(),
+                 s.norm1_rstd.data(), Nr);
+    f.attn_in = s.n1.data();
+  } else if (named(op, "attn_allgather")) {
+    f.attn_in = gathered(ctx, ops.take(op.name), s.n1, f.full);
+  } else if (named(op, "qkv_proj")) {
+    const OpHandle qkv = ops.take(op.name);
     s.q.reset(mem, A, N * hl * d);
     s.k.reset(mem, A, N * kvl * d);
     s.v.reset(mem, A, N * kvl * d);
-    ctx.gemm(qkv, false, false, N, hl * d, H, attn_in, params_->weight(wq_), T(0), pre.data());
-    {
-      OpScope timer(rope);
-      rope_forward_ref(pre.data(), s.q.data(), ctx.positions.data(), int(N), int(hl), int(d), ctx.rotary_dim, ctx.rope_theta);
+    f.pre_q.reset(mem, Bf, N * hl * d);
+    f.pre_k.reset(mem, Bf, N * kvl * d);
+    ctx.gemm(qkv, false, false, N, hl * d, H, f.attn_in, params_->weight(wq_), T(0), f.pre_q.data());
+    ctx.gemm(qkv, false, false, N, kvl * d, H, f.attn_in, params_->weight(wk_), T(0), f.pre_k.data());
+    ctx.gemm(qkv, false, false, N, kvl * d, H, f.attn_in, params_->weight(wv_), T(0), s.v.data());
+    f.full.free();
+  } else if (named(op, "rope")) {
+    OpScope timer(ops.take(op.name));
+    rope_forward_ref(f.pre_q.data(), s.q.data(), ctx.positions.data(), int(N), int(hl), int(d), ctx.rotary_dim, ctx.rope_theta);
+    rope_forward_ref(f.pre_k.data(), s.k.data(), ctx.positions.data(), int(N), int(kvl), int(d), ctx.rotary_dim, ctx.rope_theta);
+    f.pre_q.free();
+    f.pre_k.free();
+  } else if (named_any(op, {"flash_attention", "cp_kv_exchange"})) {
+    // The ring attention with its K/V exchange (either may come first in the list). A re-run
+    // for selective recompute writes its output aside: the saved one is the projection's input.
+    const OpHandle exchange = ops.take_collective("cp_kv_exchange"), attention = ops.take("flash_attention");
+    T* out = nullptr;
+    if (s.attn_out.empty()) {
+      s.attn_out.reset(mem, A, N * hl * d);
+      out = s.attn_out.data();
+    } else {
+      f.scratch.reset(mem, Bf, N * hl * d);
+      out = f.scratch.data();
     }
-    ctx.gemm(qkv, false, false, N, kvl * d, H, attn_in, params_->weight(wk_), T(0), pre.data());
-    {
-      OpScope timer(rope);
-      rope_forward_ref(pre.data(), s.k.data(), ctx.positions.data(), int(N), int(kvl), int(d), ctx.rotary_dim, ctx.rope_theta);
-    }
-    ctx.gemm(qkv, false, false, N, kvl * d, H, attn_in, params_->weight(wv_), T(0), s.v.data());
-  }
-  s.attn_out.reset(mem, A, N * hl * d);
-  s.lse.reset(mem, core, long(ctx.micro_batch) * hl * ctx.seq_local);
-  {
-    const OpHandle exchange = ops.take_collective("cp_kv_exchange");
-    ring_attention_forward(ctx, ops.take("flash_attention"), exchange, s.q.data(), s.k.data(), s.v.data(),
-                           s.attn_out.data(), s.lse.data());
-  }
-  TrackedBuffer<T> partial(mem, Bf, N * H);
-  ctx.gemm(ops.take("out_proj"), false, false, N, H, hl * d, s.attn_out.data(), params_->weight(wo_), T(0), partial.data());
-  s.h.reset(mem, A, Nr * H);
-  ctx.exit_tp_forward(ctx.tp_exit_op(ops, "attn_allreduce", "attn_reducescatter"), partial.data(), s.h.data());
-  {
-    OpScope timer(ops.take("attn_residual"));
+    s.lse.reset(mem, f.core, long(ctx.micro_batch) * hl * ctx.seq_local);
+    ring_attention_forward(ctx, attention, exchange, s.q.data(), s.k.data(), s.v.data(), out, s.lse.data());
+  } else if (named(op, "out_proj")) {
+    f.partial.reset(mem, Bf, N * H);
+    ctx.gemm(ops.take(op.name), false, false, N, H, hl * d, s.attn_out.data(), params_->weight(wo_), T(0), f.partial.data());
+    s.h.reset(mem, A, Nr * H);
+    if (!f.attn_exit) ctx.exit_tp_forward(OpHandle{}, f.partial.data(), s.h.data());  // tp = 1
+  } else if (named_any(op, {"attn_allreduce", "attn_reducescatter"})) {
+    ctx.exit_tp_forward(ops.take(op.name), f.partial.data(), s.h.data());
+  } else if (named(op, "attn_residual")) {
+    OpScope timer(ops.take(op.name));
     add_into(s.h.data(), s.x.data(), Nr * H);
-  }
-  // FFN block.
-  s.norm2_out.reset(mem, A, Nr * H);
-  s.norm2_mean.reset(mem, A, layernorm_ ? Nr : 0);
-  s.norm2_rstd.reset(mem, A, Nr);
-  norm_forward(ctx, ops.take("mlp_norm"), norm2_w_, norm2_b_, s.h.data(), s.norm2_out.data(), s.norm2_mean.data(),
-               s.norm2_rstd.data(), Nr);
-  if (moe_) {
-    moe_forward(ctx, ops, Nr, s.norm2_out.data(), moe_weights(), out, s.moe, A);
-  } else {
-    const long Fl = ctx.ffn_local;
-    const OpHandle gather = ctx.tp_enter_op(ops, "mlp_allgather"), up = ops.take("mlp_up"), act = ops.take("mlp_act");
-    TrackedBuffer<T> full;
-    const T* mlp_in = gathered(ctx, gather, s.norm2_out, full);
+  } else if (named(op, "mlp_norm")) {
+    s.norm2_out.reset(mem, A, Nr * H);
+    s.norm2_mean.reset(mem, A, layernorm_ ? Nr : 0);
+    s.norm2_rstd.reset(mem, A, Nr);
+    norm_forward(ctx, ops.take(op.name), norm2_w_, norm2_b_, s.h.data(), s.norm2_out.data(), s.norm2_mean.data(),
+                 s.norm2_rstd.data(), Nr);
+    f.mlp_in = s.norm2_out.data();
+  } else if (moe_op(op)) {
+    moe_forward(ctx, ops, Nr, s.norm2_out.data(), moe_weights(), f.out, s.moe, A);
+  } else if (named(op, "mlp_allgather")) {
+    f.mlp_in = gathered(ctx, ops.take(op.name), s.norm2_out, f.full);
+  } else if (named(op, "mlp_up")) {
+    const OpHandle up = ops.take(op.name);
     s.gate.reset(mem, A, N * Fl);
     s.act.reset(mem, A, N * Fl);
-    ctx.gemm(up, false, false, N, Fl, H, mlp_in, params_->weight(w_gate_), T(0), s.gate.data());
+    ctx.gemm(up, false, false, N, Fl, H, f.mlp_in, params_->weight(w_gate_), T(0), s.gate.data());
     if (swiglu_) {
       s.up.reset(mem, A, N * Fl);
-      ctx.gemm(up, false, false, N, Fl, H, mlp_in, params_->weight(w_up_), T(0), s.up.data());
-      full.free();
-      OpScope timer(act);
-      swiglu_forward_ref(s.gate.data(), s.up.data(), s.act.data(), N * Fl);
-    } else {
-      full.free();
-      OpScope timer(act);
-      gelu_forward_ref(s.gate.data(), s.act.data(), N * Fl);
+      ctx.gemm(up, false, false, N, Fl, H, f.mlp_in, params_->weight(w_up_), T(0), s.up.data());
     }
-    ctx.gemm(ops.take("mlp_down"), false, false, N, H, Fl, s.act.data(), params_->weight(w_down_), T(0), partial.data());
-    ctx.exit_tp_forward(ctx.tp_exit_op(ops, "mlp_allreduce", "mlp_reducescatter"), partial.data(), out);
+    f.full.free();
+  } else if (named(op, "mlp_act")) {
+    OpScope timer(ops.take(op.name));
+    if (swiglu_) swiglu_forward_ref(s.gate.data(), s.up.data(), s.act.data(), N * Fl);
+    else gelu_forward_ref(s.gate.data(), s.act.data(), N * Fl);
+  } else if (named(op, "mlp_down")) {
+    f.partial.reset(mem, Bf, N * H);
+    ctx.gemm(ops.take(op.name), false, false, N, H, Fl, s.act.data(), params_->weight(w_down_), T(0), f.partial.data());
+    if (!f.mlp_exit) ctx.exit_tp_forward(OpHandle{}, f.partial.data(), f.out);  // tp = 1
+  } else if (named_any(op, {"mlp_allreduce", "mlp_reducescatter"})) {
+    ctx.exit_tp_forward(ops.take(op.name), f.partial.data(), f.out);
+  } else if (named(op, "mlp_residual")) {
+    OpScope timer(ops.take(op.name));
+    add_into(f.out, s.h.data(), Nr * H);
   }
-  OpScope timer(ops.take("mlp_residual"));
-  add_into(out, s.h.data(), Nr * H);
 }
 
 template <class T>
@@ -238,105 +318,166 @@ void TransformerLayer<T>::backward(const ExecContext& ctx, const T* dout, T* dx,
   ctx.acquire_weights(experts_.get());
   MemoryTracker* mem = ctx.memory();
   const auto Bf = MemoryCategory::Buffers;
-  const long H = ctx.hidden, N = ctx.rows, Nr = ctx.rows_residual, d = ctx.head_dim;
-  const long hl = ctx.heads_local, kvl = ctx.kv_heads_local;
-  // The backward list starts with the forward ops the recompute policy re-runs.
-  OpCursor ops(*ctx.backend, ctx.program->layer(moe_, false));
-  if (!s.complete) {  // full recompute: rerun the forward from the saved input
-    TrackedBuffer<T> discard(mem, Bf, Nr * H);
-    forward_impl(ctx, s, discard.data(), ops);
-  } else if (s.lse.empty()) {  // selective recompute of the core attention (its output is saved)
-    TrackedBuffer<T> out_again(mem, Bf, N * hl * d);
-    s.lse.reset(mem, Bf, long(ctx.micro_batch) * hl * ctx.seq_local);
-    const OpHandle exchange = ops.take_collective("cp_kv_exchange");
-    ring_attention_forward(ctx, ops.take("flash_attention"), exchange, s.q.data(), s.k.data(), s.v.data(),
-                           out_again.data(), s.lse.data());
-  }
-  params_->acquire_grads();
-  if (experts_) experts_->acquire_grads();
-  // FFN block.
-  TrackedBuffer<T> dn2(mem, Bf, Nr * H), dh(mem, Bf, Nr * H);
-  const OpHandle mlp_residual = ops.take("mlp_residual");
-  if (moe_) {
-    moe_backward(ctx, ops, Nr, s.norm2_out.data(), dout, moe_weights(), moe_grads(), s.moe, dn2.data());
-  } else {
-    const long Fl = ctx.ffn_local;
-    const OpHandle exit = ctx.tp_exit_grad_op(ops, "mlp_reducescatter"), down = ops.take("mlp_down"),
-                   down_w = ops.take("mlp_down", true), act = ops.take("mlp_act"), up = ops.take("mlp_up"),
-                   up_w = ops.take("mlp_up", true), enter = ctx.tp_enter_grad_op(ops, "mlp_allgather", "mlp_allreduce");
-    TrackedBuffer<T> dfull(mem, Bf, N * H), dact(mem, Bf, N * Fl), dgate(mem, Bf, N * Fl), dup(mem, Bf, swiglu_ ? N * Fl : 0);
-    ctx.exit_tp_backward(exit, dout, dfull.data());
-    ctx.gemm(down, false, true, N, Fl, H, dfull.data(), params_->weight(w_down_), T(0), dact.data());
-    ctx.gemm(down_w, true, false, Fl, H, N, s.act.data(), dfull.data(), T(1), params_->grad(w_down_));
-    {
-      OpScope timer(act);
-      if (swiglu_) swiglu_backward_ref(dact.data(), s.gate.data(), s.up.data(), dgate.data(), dup.data(), N * Fl);
-      else gelu_backward_ref(dact.data(), s.gate.data(), dgate.data(), N * Fl);
-    }
-    // Under SP the weight gradient needs the gathered input again (Megatron re-gathers the saved
-    // shard); the program prices only the gradient's reduce-scatter under this op.
-    TrackedBuffer<T> full;
-    const T* mlp_in = gathered(ctx, enter, s.norm2_out, full);
-    ctx.gemm(up_w, true, false, H, Fl, N, mlp_in, dgate.data(), T(1), params_->grad(w_gate_));
-    ctx.gemm(up, false, true, N, H, Fl, dgate.data(), params_->weight(w_gate_), T(0), dfull.data());
-    if (swiglu_) {
-      ctx.gemm(up_w, true, false, H, Fl, N, mlp_in, dup.data(), T(1), params_->grad(w_up_));
-      ctx.gemm(up, false, true, N, H, Fl, dup.data(), params_->weight(w_up_), T(1), dfull.data());
-    }
-    full.free();
-    ctx.enter_tp_backward(enter, dfull.data(), dn2.data());
-  }
-  norm_backward(ctx, ops.take("mlp_norm"), norm2_w_, norm2_b_, dn2.data(), s.h.data(), s.norm2_mean.data(),
-                s.norm2_rstd.data(), dh.data(), Nr);
-  {
-    OpScope timer(mlp_residual);
-    add_into(dh.data(), dout, Nr * H);
-  }
-  // Attention block.
-  {
-    const OpHandle residual = ops.take("attn_residual"), exit = ctx.tp_exit_grad_op(ops, "attn_reducescatter"),
-                   out_proj = ops.take("out_proj"), out_proj_w = ops.take("out_proj", true);
-    TrackedBuffer<T> dfull(mem, Bf, N * H), dattn(mem, Bf, N * hl * d), dq(mem, Bf, N * hl * d), dk(mem, Bf, N * kvl * d),
-        dv(mem, Bf, N * kvl * d), dpre(mem, Bf, N * hl * d);
-    ctx.exit_tp_backward(exit, dh.data(), dfull.data());
-    ctx.gemm(out_proj, false, true, N, hl * d, H, dfull.data(), params_->weight(wo_), T(0), dattn.data());
-    ctx.gemm(out_proj_w, true, false, hl * d, H, N, s.attn_out.data(), dfull.data(), T(1), params_->grad(wo_));
-    const OpHandle attention = ops.take("flash_attention"), exchange = ops.take_collective("cp_kv_exchange");
-    ring_attention_backward(ctx, attention, exchange, dattn.data(), s.q.data(), s.k.data(), s.v.data(), s.attn_out.data(),
-                            s.lse.data(), dq.data(), dk.data(), dv.data());
-    const OpHandle rope = ops.take("rope"), qkv = ops.take("qkv_proj"), qkv_w = ops.take("qkv_proj", true),
-                   enter = ctx.tp_enter_grad_op(ops, "attn_allgather", "attn_allreduce");
-    TrackedBuffer<T> full;
-    const T* attn_in = gathered(ctx, enter, s.n1, full);
-    {
-      OpScope timer(rope);
-      rope_backward_ref(dq.data(), dpre.data(), ctx.positions.data(), int(N), int(hl), int(d), ctx.rotary_dim, ctx.rope_theta);
-    }
-    ctx.gemm(qkv_w, true, false, H, hl * d, N, attn_in, dpre.data(), T(1), params_->grad(wq_));
-    ctx.gemm(qkv, false, true, N, H, hl * d, dpre.data(), params_->weight(wq_), T(0), dfull.data());
-    {
-      OpScope timer(rope);
-      rope_backward_ref(dk.data(), dpre.data(), ctx.positions.data(), int(N), int(kvl), int(d), ctx.rotary_dim, ctx.rope_theta);
-    }
-    ctx.gemm(qkv_w, true, false, H, kvl * d, N, attn_in, dpre.data(), T(1), params_->grad(wk_));
-    ctx.gemm(qkv, false, true, N, H, kvl * d, dpre.data(), params_->weight(wk_), T(1), dfull.data());
-    ctx.gemm(qkv_w, true, false, H, kvl * d, N, attn_in, dv.data(), T(1), params_->grad(wv_));
-    ctx.gemm(qkv, false, true, N, H, kvl * d, dv.data(), params_->weight(wv_), T(1), dfull.data());
-    full.free();
-    TrackedBuffer<T> dn1(mem, Bf, Nr * H);
-    ctx.enter_tp_backward(enter, dfull.data(), dn1.data());
-    norm_backward(ctx, ops.take("attn_norm"), norm1_w_, norm1_b_, dn1.data(), s.x.data(), s.norm1_mean.data(),
-                  s.norm1_rstd.data(), dx, Nr);
-    OpScope timer(residual);
-    add_into(dx, dh.data(), Nr * H);
-  }
-  ops.finish();
+  const ProgramOpList& list = ctx.program->layer(moe_, false);
+  // The list starts with the forward ops the recompute policy re-runs: into a discarded output
+  // under full recompute (everything but the input was dropped), the core attention alone under
+  // selective.
+  TrackedBuffer<T> discard(mem, Bf, s.complete ? 0 : ctx.rows_residual * ctx.hidden);
+  const Recompute policy = ctx.layout->recompute;
+  Forward f{s, discard.data(), policy == Recompute::Full ? Bf : MemoryCategory::Activations, Bf};
+  f.attn_exit = lists(list, ctx.sp ? "attn_reducescatter" : "attn_allreduce", false);
+  f.mlp_exit = lists(list, ctx.sp ? "mlp_reducescatter" : "mlp_allreduce", false);
+  // The backward's TP collectives, where the list has them (tp > 1): the exits' (SP: the output
+  // gradient's all-gather; none without SP) and the entries' (SP: reduce-scatter; all-reduce
+  // without SP). Without them the handlers copy (output_grad, input_grad).
+  Backward b{s, dout, dx};
+  OpCursor ops(*ctx.backend, list);
+  run(ctx, ops, f, &b);
   s = LayerSaved<T>();
   Communicator* tp = ctx.sp ? &ctx.tp() : nullptr;
   ctx.release_grads(params_.get(), tp);
   ctx.release_grads(experts_.get(), tp);
   params_->release_weights();
   if (experts_) experts_->release_weights();
+}
+
+template <class T>
+void TransformerLayer<T>::backward_op(const ExecContext& ctx, OpCursor& ops, const Op& op, Backward& b) {
+  MemoryTracker* mem = ctx.memory();
+  LayerSaved<T>& s = b.s;
+  const auto Bf = MemoryCategory::Buffers;
+  const long H = ctx.hidden, N = ctx.rows, Nr = ctx.rows_residual, d = ctx.head_dim;
+  const long hl = ctx.heads_local, kvl = ctx.kv_heads_local, Fl = ctx.ffn_local;
+  if (!b.grads_acquired) {  // after the re-run forward: gradients are held from the first backward op on
+    params_->acquire_grads();
+    if (experts_) experts_->acquire_grads();
+    b.grads_acquired = true;
+  }
+  // The row-parallel GEMMs' output gradient: all-gathered under SP (the exit's backward op), the
+  // residual's gradient itself otherwise.
+  auto output_grad = [&](const OpHandle& exit, const T* grad) {
+    b.dfull.reset(mem, Bf, N * H);
+    ctx.exit_tp_backward(exit, grad, b.dfull.data());
+  };
+  // The column-parallel GEMMs' input gradient reduced over TP into dn (the entry's backward op;
+  // a copy at tp = 1).
+  auto input_grad = [&](const OpHandle& enter) {
+    b.dn.reset(mem, Bf, Nr * H);
+    ctx.enter_tp_backward(enter, b.dinput.data(), b.dn.data());
+    b.dinput.free();
+    b.full.free();
+  };
+  // The saved norm output for a weight gradient: re-gathered under SP, timed under the entry's
+  // backward op that runs after it (Megatron overlaps the gather with the input-gradient GEMM).
+  auto wgrad_input = [&](const char* enter, const TrackedBuffer<T>& shard) -> const T* {
+    if (!ctx.sp) return shard.data();
+    if (b.full.empty()) gathered(ctx, ops.peek(enter), shard, b.full);
+    return b.full.data();
+  };
+  const bool wg = op.weight_grad;
+  if (named(op, "mlp_residual")) {
+    b.mlp_residual = ops.take(op.name);
+  } else if (moe_op(op)) {
+    b.dn.reset(mem, Bf, Nr * H);
+    moe_backward(ctx, ops, Nr, s.norm2_out.data(), b.dout, moe_weights(), moe_grads(), s.moe, b.dn.data());
+  } else if (named(op, "mlp_reducescatter")) {
+    output_grad(ops.take(op.name), b.dout);
+  } else if (named(op, "mlp_down")) {
+    if (b.dfull.empty()) output_grad(OpHandle{}, b.dout);
+    if (!wg) {
+      b.dact.reset(mem, Bf, N * Fl);
+      ctx.gemm(ops.take(op.name), false, true, N, Fl, H, b.dfull.data(), params_->weight(w_down_), T(0), b.dact.data());
+    } else {
+      ctx.gemm(ops.take(op.name, true), true, false, Fl, H, N, s.act.data(), b.dfull.data(), T(1), params_->grad(w_down_));
+    }
+  } else if (named(op, "mlp_act")) {
+    OpScope timer(ops.take(op.name));
+    b.dgate.reset(mem, Bf, N * Fl);
+    b.dup.reset(mem, Bf, swiglu_ ? N * Fl : 0);
+    if (swiglu_) swiglu_backward_ref(b.dact.data(), s.gate.data(), s.up.data(), b.dgate.data(), b.dup.data(), N * Fl);
+    else gelu_backward_ref(b.dact.data(), s.gate.data(), b.dgate.data(), N * Fl);
+    b.dact.free();
+  } else if (named(op, "mlp_up")) {
+    if (!wg) {
+      const OpHandle up = ops.take(op.name);
+      b.dinput.reset(mem, Bf, N * H);
+      ctx.gemm(up, false, true, N, H, Fl, b.dgate.data(), params_->weight(w_gate_), T(0), b.dinput.data());
+      if (swiglu_) ctx.gemm(up, false, true, N, H, Fl, b.dup.data(), params_->weight(w_up_), T(1), b.dinput.data());
+    } else {
+      const OpHandle up_w = ops.take(op.name, true);
+      const T* mlp_in = wgrad_input("mlp_allgather", s.norm2_out);
+      ctx.gemm(up_w, true, false, H, Fl, N, mlp_in, b.dgate.data(), T(1), params_->grad(w_gate_));
+      if (swiglu_) ctx.gemm(up_w, true, false, H, Fl, N, mlp_in, b.dup.data(), T(1), params_->grad(w_up_));
+    }
+  } else if (named_any(op, {"mlp_allgather", "mlp_allreduce"})) {
+    input_grad(ops.take(op.name));
+  } else if (named(op, "mlp_norm")) {
+    if (b.dn.empty()) input_grad(OpHandle{});  // tp = 1
+    b.dfull.free();
+    b.dgate.free();
+    b.dup.free();
+    b.dh.reset(mem, Bf, Nr * H);
+    norm_backward(ctx, ops.take(op.name), norm2_w_, norm2_b_, b.dn.data(), s.h.data(), s.norm2_mean.data(),
+                  s.norm2_rstd.data(), b.dh.data(), Nr);
+    b.dn.free();
+    OpScope timer(b.mlp_residual);
+    add_into(b.dh.data(), b.dout, Nr * H);
+  } else if (named(op, "attn_residual")) {
+    b.attn_residual = ops.take(op.name);
+  } else if (named(op, "attn_reducescatter")) {
+    output_grad(ops.take(op.name), b.dh.data());
+  } else if (named(op, "out_proj")) {
+    if (b.dfull.empty()) output_grad(OpHandle{}, b.dh.data());
+    if (!wg) {
+      b.dattn.reset(mem, Bf, N * hl * d);
+      ctx.gemm(ops.take(op.name), false, true, N, hl * d, H, b.dfull.data(), params_->weight(wo_), T(0), b.dattn.data());
+    } else {
+      ctx.gemm(ops.take(op.name, true), true, false, hl * d, H, N, s.attn_out.data(), b.dfull.data(), T(1), params_->grad(wo_));
+    }
+  } else if (named_any(op, {"flash_attention", "cp_kv_exchange"})) {
+    const OpHandle attention = ops.take("flash_attention"), exchange = ops.take_collective("cp_kv_exchange");
+    b.dfull.free();
+    b.dq.reset(mem, Bf, N * hl * d);
+    b.dk.reset(mem, Bf, N * kvl * d);
+    b.dv.reset(mem, Bf, N * kvl * d);
+    ring_attention_backward(ctx, attention, exchange, b.dattn.data(), s.q.data(), s.k.data(), s.v.data(), s.attn_out.data(),
+                            s.lse.data(), b.dq.data(), b.dk.data(), b.dv.data());
+    b.dattn.free();
+  } else if (named(op, "rope")) {
+    OpScope timer(ops.take(op.name));
+    b.dpre_q.reset(mem, Bf, N * hl * d);
+    b.dpre_k.reset(mem, Bf, N * kvl * d);
+    rope_backward_ref(b.dq.data(), b.dpre_q.data(), ctx.positions.data(), int(N), int(hl), int(d), ctx.rotary_dim, ctx.rope_theta);
+    rope_backward_ref(b.dk.data(), b.dpre_k.data(), ctx.positions.data(), int(N), int(kvl), int(d), ctx.rotary_dim, ctx.rope_theta);
+    b.dq.free();
+    b.dk.free();
+  } else if (named(op, "qkv_proj")) {
+    if (!wg) {
+      const OpHandle qkv = ops.take(op.name);
+      b.dinput.reset(mem, Bf, N * H);
+      ctx.gemm(qkv, false, true, N, H, hl * d, b.dpre_q.data(), params_->weight(wq_), T(0), b.dinput.data());
+      ctx.gemm(qkv, false, true, N, H, kvl * d, b.dpre_k.data(), params_->weight(wk_), T(1), b.dinput.data());
+      ctx.gemm(qkv, false, true, N, H, kvl * d, b.dv.data(), params_->weight(wv_), T(1), b.dinput.data());
+    } else {
+      const OpHandle qkv_w = ops.take(op.name, true);
+      const T* attn_in = wgrad_input("attn_allgather", s.n1);
+      ctx.gemm(qkv_w, true, false, H, hl * d, N, attn_in, b.dpre_q.data(), T(1), params_->grad(wq_));
+      ctx.gemm(qkv_w, true, false, H, kvl * d, N, attn_in, b.dpre_k.data(), T(1), params_->grad(wk_));
+      ctx.gemm(qkv_w, true, false, H, kvl * d, N, attn_in, b.dv.data(), T(1), params_->grad(wv_));
+    }
+  } else if (named_any(op, {"attn_allgather", "attn_allreduce"})) {
+    input_grad(ops.take(op.name));
+  } else if (named(op, "attn_norm")) {
+    if (b.dn.empty()) input_grad(OpHandle{});  // tp = 1
+    b.dpre_q.free();
+    b.dpre_k.free();
+    b.dv.free();
+    norm_backward(ctx, ops.take(op.name), norm1_w_, norm1_b_, b.dn.data(), s.x.data(), s.norm1_mean.data(),
+                  s.norm1_rstd.data(), b.dx, Nr);
+    b.dn.free();
+    OpScope timer(b.attn_residual);
+    add_into(b.dx, b.dh.data(), Nr * H);
+  }
 }
 
 template class TransformerLayer<float>;

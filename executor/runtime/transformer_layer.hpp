@@ -1,11 +1,17 @@
 #pragma once
-// One pre-norm decoder layer on one rank, forward and backward written out, each piece of work one
-// op of the layer's step program (program_ops.hpp: a run that leaves out or adds an op fails):
+// One pre-norm decoder layer on one rank, run from its step program: the layer walks the
+// program's op list (forward, or backward with the ops its recompute policy re-runs first) in
+// order and hands each op to the handler of its kind (program_ops.hpp: an op without a handler,
+// or one a handler leaves out, fails the run):
 //   h = x + W_o · attn(rope(W_q n1), rope(W_k n1), W_v n1),  n1 = norm(x)
 //   y = h + FFN(norm(h)),  FFN = SwiGLU/GELU MLP (dense) or MoE
 // with Megatron tensor parallelism (q/k/v and gate/up column-parallel, o and down row-parallel,
 // heads and FFN columns split over tp), sequence parallelism (norms on sequence shards) and
 // context parallelism (ring attention). Weights are stored [in, out] so that y = x W.
+// Handlers that run several ops together take them from the cursor themselves: the ring
+// attention takes its K/V exchange, the MoE block its router, permutations, all-to-alls and
+// experts (moe_runtime.hpp). A residual's backward is the sum where its two branches meet: its
+// op is taken where the list has it and its add timed under it after the branch's norm.
 // Saved for backward as Megatron saves it (models/step_program.cpp is the spec): the layer input,
 // the norm outputs as sequence shards under SP (re-gathered in backward, as Megatron's
 // LinearWithGradAccumulationAndAsyncCommunication does), q, k, v, the attention output and its
@@ -46,8 +52,13 @@ class TransformerLayer {
   void backward(const ExecContext& ctx, const T* dout, T* dx, LayerSaved<T>& saved);
 
  private:
-  // Runs the forward ops from `ops`: the forward list, or the backward list's re-run forward.
-  void forward_impl(const ExecContext& ctx, LayerSaved<T>& s, T* out, OpCursor& ops);
+  struct Forward;   // one forward run's buffers (the forward list, or the backward's re-run)
+  struct Backward;  // the backward's
+  // Walks the cursor's list: forward ops (a backward list's re-run ones too) to forward_op,
+  // backward ops to backward_op; then checks that every op ran.
+  void run(const ExecContext& ctx, OpCursor& ops, Forward& f, Backward* b);
+  void forward_op(const ExecContext& ctx, OpCursor& ops, const Op& op, Forward& f);
+  void backward_op(const ExecContext& ctx, OpCursor& ops, const Op& op, Backward& b);
   // Under SP the all-gather of a saved norm-output shard into `full` (Buffers), timed under `op`;
   // else the shard itself.
   const T* gathered(const ExecContext& ctx, const OpHandle& op, const TrackedBuffer<T>& shard, TrackedBuffer<T>& full) const;
