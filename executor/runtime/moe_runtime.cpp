@@ -1,5 +1,7 @@
 #include "executor/runtime/moe_runtime.hpp"
 
+#include <string_view>
+
 #include "kernels/activation_ref.hpp"
 #include "kernels/moe_ref.hpp"
 
@@ -45,190 +47,293 @@ void unweighted_activation(const ExpertShape& s, const T* gate, const T* up, T* 
 }  // namespace
 
 template <class T>
-void moe_forward(const ExecContext& ctx, OpCursor& ops, long rows, const T* x, const MoeWeights<T>& w, T* out,
-                 MoeSaved<T>& saved, MemoryCategory saved_category) {
-  const ExpertShape s = shape_of(ctx);
-  const OpHandle router = ops.take("router"), permute = ops.take("moe_permute"),
-                 dispatch = ops.take_collective("ep_dispatch"), up_op = ops.take("expert_up"),
-                 act_op = ops.take("expert_act"), down_op = ops.take("expert_down"),
-                 combine = ops.take_collective("ep_combine"), unpermute = ops.take("moe_unpermute");
-  const long H = s.hidden, F = s.ffn, assignments = rows * s.k;
-  MemoryTracker* mem = ctx.memory();
-  // Router.
-  TrackedBuffer<T> logits(mem, MemoryCategory::Buffers, rows * s.experts);
-  ctx.gemm(router, false, false, rows, s.experts, H, x, w.router, T(0), logits.data());
-  saved.expert_index.assign(assignments, 0);
-  saved.slot.assign(assignments, 0);
-  saved.tokens_per_expert.assign(s.experts, 0);
-  saved.gate_weight.reset(mem, saved_category, assignments);
-  TrackedBuffer<T> permuted(mem, MemoryCategory::Buffers, assignments * H), permuted_prob(mem, MemoryCategory::Buffers, assignments);
-  {
-    // The cost model prices the top-k with the permutation (the router op is its GEMM).
-    OpScope timer(permute);
-    topk_router_ref(logits.data(), int(rows), s.experts, s.k, saved.expert_index.data(), saved.gate_weight.data());
-    moe_permute_indices_ref(saved.expert_index.data(), int(rows), s.k, s.experts, saved.slot.data(),
-                            saved.tokens_per_expert.data());
-    for (long a = 0; a < assignments; ++a) {
-      std::copy_n(x + (a / s.k) * H, H, permuted.data() + saved.slot[a] * H);
-      permuted_prob[saved.slot[a]] = saved.gate_weight[a];
-    }
-  }
-  // Row counts per EP peer, and per (peer, local expert) for the expert side.
-  saved.send_rows.assign(s.ep, 0);
-  for (int e = 0; e < s.experts; ++e) saved.send_rows[e / s.local_experts] += saved.tokens_per_expert[e];
-  saved.recv_expert_rows.assign(long(s.ep) * s.local_experts, 0);
-  {
-    OpScope timer(dispatch);
-    std::vector<long> counts_send(s.ep, s.local_experts), counts_recv(s.ep, s.local_experts);
-    ctx.groups->ep->all_to_all_v(saved.tokens_per_expert.data(), counts_send.data(), saved.recv_expert_rows.data(),
-                                 counts_recv.data(), ElemType::I32);
-  }
-  saved.recv_rows.assign(s.ep, 0);
-  long received = 0;
-  for (int g = 0; g < s.ep; ++g) {
-    for (int j = 0; j < s.local_experts; ++j) saved.recv_rows[g] += saved.recv_expert_rows[g * s.local_experts + j];
-    received += saved.recv_rows[g];
-  }
-  saved.expert_in.reset(mem, saved_category, received * H);
-  exchange_rows(ctx, permuted.data(), saved.send_rows, saved.expert_in.data(), saved.recv_rows, dispatch, H);
-  // The routing probabilities travel with their tokens: as in Megatron-Core, each expert weights
-  // its activation by them (weighted SwiGLU), so the combine is a plain sum and the backward needs
-  // no expert outputs.
-  saved.expert_prob.reset(mem, saved_category, received);
-  exchange_rows(ctx, permuted_prob.data(), saved.send_rows, saved.expert_prob.data(), saved.recv_rows, dispatch, 1);
-  // Experts, block by block: rows from peer g for local expert j.
-  saved.expert_gate.reset(mem, saved_category, received * F);
-  if (s.swiglu) saved.expert_up.reset(mem, saved_category, received * F);
-  saved.expert_act.reset(mem, saved_category, received * F);
-  TrackedBuffer<T> expert_out(mem, MemoryCategory::Buffers, received * H);
-  long row = 0;
-  for (int g = 0; g < s.ep; ++g) {
-    for (int j = 0; j < s.local_experts; ++j) {
-      const long n = saved.recv_expert_rows[g * s.local_experts + j];
-      if (n == 0) continue;
-      const T* in = saved.expert_in.data() + row * H;
-      T* gate = saved.expert_gate.data() + row * F;
-      T* act = saved.expert_act.data() + row * F;
-      ctx.gemm(up_op, false, false, n, F, H, in, w.gate[j], T(0), gate);
-      T* up = s.swiglu ? saved.expert_up.data() + row * F : nullptr;
-      if (s.swiglu) ctx.gemm(up_op, false, false, n, F, H, in, w.up[j], T(0), up);
-      {
-        OpScope timer(act_op);
-        unweighted_activation(s, gate, up, act, n * F);
-        for (long r = 0; r < n; ++r)
-          for (long f = 0; f < F; ++f) act[r * F + f] *= saved.expert_prob[row + r];
+struct MoeBlock<T>::State {
+  const ExecContext& ctx;
+  ExpertShape s;
+  long rows;
+  const T* x;
+  MoeWeights<T> w;
+  MoeSaved<T>& saved;
+  MemoryCategory cat = MemoryCategory::Activations;
+  T* out = nullptr;  // forward
+  const T* dout = nullptr;  // backward
+  MoeGrads<T> g;
+  T* dx = nullptr;
+  bool dispatched = false, combined_ready = false;
+  TrackedBuffer<T> logits, permuted, permuted_prob, expert_out, combined;  // forward
+  TrackedBuffer<T> d_rows, d_expert_out, d_expert_in, d_act, d_gate, d_up, act_u, d_prob, d_prob_rows, dlogits;  // backward
+
+  long assignments() const { return rows * s.k; }
+  long received() const { return saved.expert_in.size() / s.hidden; }
+  // fn(j, row, n): the n rows from one EP peer for local expert j, starting at `row`.
+  template <class Fn>
+  void for_each_block(Fn fn) const {
+    long row = 0;
+    for (int peer = 0; peer < s.ep; ++peer)
+      for (int j = 0; j < s.local_experts; ++j) {
+        const long n = saved.recv_expert_rows[peer * s.local_experts + j];
+        if (n == 0) continue;
+        fn(j, row, n);
+        row += n;
       }
-      ctx.gemm(down_op, false, false, n, H, F, act, w.down[j], T(0), expert_out.data() + row * H);
-      row += n;
-    }
   }
-  TrackedBuffer<T> combined(mem, MemoryCategory::Buffers, assignments * H);
-  exchange_rows(ctx, expert_out.data(), saved.recv_rows, combined.data(), saved.send_rows, combine, H);
-  OpScope timer(unpermute);
-  for (long t = 0; t < rows; ++t) {
-    T* o = out + t * H;
-    std::fill(o, o + H, T(0));
-    for (int c = 0; c < s.k; ++c) {
-      const T* y = combined.data() + saved.slot[t * s.k + c] * H;
-      for (long i = 0; i < H; ++i) o[i] += y[i];
+
+  // The tokens and their routing probabilities to the experts' ranks (ep_dispatch).
+  void dispatch(const OpHandle& op) {
+    MemoryTracker* mem = ctx.memory();
+    const long H = s.hidden;
+    saved.recv_expert_rows.assign(long(s.ep) * s.local_experts, 0);
+    {
+      OpScope timer(op);
+      std::vector<long> counts_send(s.ep, s.local_experts), counts_recv(s.ep, s.local_experts);
+      ctx.groups->ep->all_to_all_v(saved.tokens_per_expert.data(), counts_send.data(), saved.recv_expert_rows.data(),
+                                   counts_recv.data(), ElemType::I32);
     }
+    saved.recv_rows.assign(s.ep, 0);
+    long received = 0;
+    for (int peer = 0; peer < s.ep; ++peer) {
+      for (int j = 0; j < s.local_experts; ++j) saved.recv_rows[peer] += saved.recv_expert_rows[peer * s.local_experts + j];
+      received += saved.recv_rows[peer];
+    }
+    saved.expert_in.reset(mem, cat, received * H);
+    exchange_rows(ctx, permuted.data(), saved.send_rows, saved.expert_in.data(), saved.recv_rows, op, H);
+    // The routing probabilities travel with their tokens: as in Megatron-Core, each expert weights
+    // its activation by them (weighted SwiGLU), so the combine is a plain sum and the backward needs
+    // no expert outputs.
+    saved.expert_prob.reset(mem, cat, received);
+    exchange_rows(ctx, permuted_prob.data(), saved.send_rows, saved.expert_prob.data(), saved.recv_rows, op, 1);
+    permuted.free();
+    permuted_prob.free();
+    dispatched = true;
   }
+  // The experts' outputs back to their tokens' ranks (ep_combine).
+  void combine(const OpHandle& op) {
+    combined.reset(ctx.memory(), MemoryCategory::Buffers, assignments() * s.hidden);
+    exchange_rows(ctx, expert_out.data(), saved.recv_rows, combined.data(), saved.send_rows, op, s.hidden);
+    expert_out.free();
+    combined_ready = true;
+  }
+  // Backward: the output gradient to the experts (the combine's backward).
+  void combine_backward(const OpHandle& op) {
+    d_expert_out.reset(ctx.memory(), MemoryCategory::Buffers, received() * s.hidden);
+    exchange_rows(ctx, d_rows.data(), saved.send_rows, d_expert_out.data(), saved.recv_rows, op, s.hidden);
+    combined_ready = true;
+  }
+  // Backward: the input and probability gradients back to the tokens (the dispatch's backward).
+  void dispatch_backward(const OpHandle& op) {
+    exchange_rows(ctx, d_expert_in.data(), saved.recv_rows, d_rows.data(), saved.send_rows, op, s.hidden);
+    d_prob_rows.reset(ctx.memory(), MemoryCategory::Buffers, assignments());
+    exchange_rows(ctx, d_prob.data(), saved.recv_rows, d_prob_rows.data(), saved.send_rows, op, 1);
+    dispatched = true;
+  }
+};
+
+template <class T>
+MoeBlock<T>::MoeBlock(const ExecContext& ctx, long rows, const T* x, const MoeWeights<T>& w, T* out, MoeSaved<T>& saved,
+                      MemoryCategory saved_category)
+    : st_(new State{ctx, shape_of(ctx), rows, x, w, saved}) {
+  st_->cat = saved_category;
+  st_->out = out;
 }
 
 template <class T>
-void moe_backward(const ExecContext& ctx, OpCursor& ops, long rows, const T* x, const T* dout, const MoeWeights<T>& w,
-                  const MoeGrads<T>& g, MoeSaved<T>& saved, T* dx) {
-  const ExpertShape s = shape_of(ctx);
-  const long H = s.hidden, F = s.ffn, assignments = rows * s.k;
-  MemoryTracker* mem = ctx.memory();
-  // Backward of each forward op, in reverse: the gradients travel to the experts under the
-  // combine's backward and back under the dispatch's.
-  const OpHandle unpermute = ops.take("moe_unpermute"), combine = ops.take_collective("ep_combine"),
-                 down_op = ops.take("expert_down"), down_w = ops.take("expert_down", true), act_op = ops.take("expert_act"),
-                 up_op = ops.take("expert_up"), up_w = ops.take("expert_up", true),
-                 dispatch = ops.take_collective("ep_dispatch"), permute = ops.take("moe_permute"),
-                 router = ops.take("router"), router_w = ops.take("router", true);
-  // The combine summed the expert outputs: each copy of a token's row gets the token's gradient.
-  TrackedBuffer<T> d_rows(mem, MemoryCategory::Buffers, assignments * H), dgate(mem, MemoryCategory::Buffers, assignments);
-  {
-    OpScope timer(unpermute);
-    for (long a = 0; a < assignments; ++a) std::copy_n(dout + (a / s.k) * H, H, d_rows.data() + saved.slot[a] * H);
-  }
-  const long received = saved.expert_in.size() / H;
-  TrackedBuffer<T> d_expert_out(mem, MemoryCategory::Buffers, received * H), d_expert_in(mem, MemoryCategory::Buffers, received * H);
-  exchange_rows(ctx, d_rows.data(), saved.send_rows, d_expert_out.data(), saved.recv_rows, combine, H);
-  TrackedBuffer<T> d_act(mem, MemoryCategory::Buffers, received * F), d_gate(mem, MemoryCategory::Buffers, received * F),
-      d_up(mem, MemoryCategory::Buffers, s.swiglu ? received * F : 0), act_u(mem, MemoryCategory::Buffers, received * F),
-      d_prob(mem, MemoryCategory::Buffers, received);
-  long row = 0;
-  for (int gpeer = 0; gpeer < s.ep; ++gpeer) {
-    for (int j = 0; j < s.local_experts; ++j) {
-      const long n = saved.recv_expert_rows[gpeer * s.local_experts + j];
-      if (n == 0) continue;
-      const T* in = saved.expert_in.data() + row * H;
-      const T* dy = d_expert_out.data() + row * H;
-      T* da = d_act.data() + row * F;
-      T* dg = d_gate.data() + row * F;
-      ctx.gemm(down_op, false, true, n, F, H, dy, w.down[j], T(0), da);
-      ctx.gemm(down_w, true, false, F, H, n, saved.expert_act.data() + row * F, dy, T(1), g.down[j]);
-      T* du = s.swiglu ? d_up.data() + row * F : nullptr;
-      {
-        // The weighted activation p * act(x): dp = <d, act(x)> with act(x) re-run from its saved
-        // input, and the unweighted activation's gradient p * d.
-        OpScope timer(act_op);
-        T* au = act_u.data() + row * F;
-        unweighted_activation(s, saved.expert_gate.data() + row * F, s.swiglu ? saved.expert_up.data() + row * F : nullptr,
-                              au, n * F);
-        for (long r = 0; r < n; ++r) {
-          double dot = 0;
-          const T p = saved.expert_prob[row + r];
-          for (long f = 0; f < F; ++f) {
-            dot += double(da[r * F + f]) * au[r * F + f];
-            da[r * F + f] *= p;
-          }
-          d_prob[row + r] = T(dot);
-        }
-        if (s.swiglu) swiglu_backward_ref(da, saved.expert_gate.data() + row * F, saved.expert_up.data() + row * F, dg, du, n * F);
-        else gelu_backward_ref(da, saved.expert_gate.data() + row * F, dg, n * F);
-      }
-      if (s.swiglu) {
-        ctx.gemm(up_w, true, false, H, F, n, in, du, T(1), g.up[j]);
-        ctx.gemm(up_op, false, true, n, H, F, du, w.up[j], T(0), d_expert_in.data() + row * H);
-        ctx.gemm(up_op, false, true, n, H, F, dg, w.gate[j], T(1), d_expert_in.data() + row * H);
-      } else {
-        ctx.gemm(up_op, false, true, n, H, F, dg, w.gate[j], T(0), d_expert_in.data() + row * H);
-      }
-      ctx.gemm(up_w, true, false, H, F, n, in, dg, T(1), g.gate[j]);
-      row += n;
-    }
-  }
-  exchange_rows(ctx, d_expert_in.data(), saved.recv_rows, d_rows.data(), saved.send_rows, dispatch, H);
-  TrackedBuffer<T> d_prob_rows(mem, MemoryCategory::Buffers, assignments);
-  exchange_rows(ctx, d_prob.data(), saved.recv_rows, d_prob_rows.data(), saved.send_rows, dispatch, 1);
-  TrackedBuffer<T> dlogits(mem, MemoryCategory::Buffers, rows * s.experts);
-  {
-    OpScope timer(permute);
-    for (long a = 0; a < assignments; ++a) dgate[a] = d_prob_rows[saved.slot[a]];
-    for (long t = 0; t < rows; ++t) std::fill(dx + t * H, dx + (t + 1) * H, T(0));
-    for (long a = 0; a < assignments; ++a) {
-      const T* dr = d_rows.data() + saved.slot[a] * H;
-      T* d = dx + (a / s.k) * H;
-      for (long i = 0; i < H; ++i) d[i] += dr[i];
-    }
-    topk_router_backward_ref(dgate.data(), saved.expert_index.data(), saved.gate_weight.data(), dlogits.data(), int(rows),
-                             s.experts, s.k);
-  }
-  ctx.gemm(router_w, true, false, H, s.experts, rows, x, dlogits.data(), T(1), g.router);
-  ctx.gemm(router, false, true, rows, H, s.experts, dlogits.data(), w.router, T(1), dx);
+MoeBlock<T>::MoeBlock(const ExecContext& ctx, long rows, const T* x, const T* dout, const MoeWeights<T>& w,
+                      const MoeGrads<T>& g, MoeSaved<T>& saved, T* dx)
+    : st_(new State{ctx, shape_of(ctx), rows, x, w, saved}) {
+  st_->dout = dout;
+  st_->g = g;
+  st_->dx = dx;
 }
 
-template void moe_forward<float>(const ExecContext&, OpCursor&, long, const float*, const MoeWeights<float>&, float*, MoeSaved<float>&,
-                                 MemoryCategory);
-template void moe_forward<double>(const ExecContext&, OpCursor&, long, const double*, const MoeWeights<double>&, double*,
-                                  MoeSaved<double>&, MemoryCategory);
-template void moe_backward<float>(const ExecContext&, OpCursor&, long, const float*, const float*, const MoeWeights<float>&,
-                                  const MoeGrads<float>&, MoeSaved<float>&, float*);
-template void moe_backward<double>(const ExecContext&, OpCursor&, long, const double*, const double*, const MoeWeights<double>&,
-                                   const MoeGrads<double>&, MoeSaved<double>&, double*);
+template <class T>
+MoeBlock<T>::~MoeBlock() = default;
+
+template <class T>
+bool MoeBlock<T>::forward_op(OpCursor& ops, const Op& op) {
+  State& p = *st_;
+  const ExecContext& ctx = p.ctx;
+  const ExpertShape& s = p.s;
+  MoeSaved<T>& saved = p.saved;
+  MemoryTracker* mem = ctx.memory();
+  const long H = s.hidden, F = s.ffn, assignments = p.assignments();
+  const std::string_view name = op.name;
+  if (name == "router") {
+    p.logits.reset(mem, MemoryCategory::Buffers, p.rows * s.experts);
+    ctx.gemm(ops.take(op.name), false, false, p.rows, s.experts, H, p.x, p.w.router, T(0), p.logits.data());
+  } else if (name == "moe_permute") {
+    // The cost model prices the top-k with the permutation (the router op is its GEMM).
+    OpScope timer(ops.take(op.name));
+    saved.expert_index.assign(assignments, 0);
+    saved.slot.assign(assignments, 0);
+    saved.tokens_per_expert.assign(s.experts, 0);
+    saved.gate_weight.reset(mem, p.cat, assignments);
+    p.permuted.reset(mem, MemoryCategory::Buffers, assignments * H);
+    p.permuted_prob.reset(mem, MemoryCategory::Buffers, assignments);
+    topk_router_ref(p.logits.data(), int(p.rows), s.experts, s.k, saved.expert_index.data(), saved.gate_weight.data());
+    moe_permute_indices_ref(saved.expert_index.data(), int(p.rows), s.k, s.experts, saved.slot.data(),
+                            saved.tokens_per_expert.data());
+    for (long a = 0; a < assignments; ++a) {
+      std::copy_n(p.x + (a / s.k) * H, H, p.permuted.data() + saved.slot[a] * H);
+      p.permuted_prob[saved.slot[a]] = saved.gate_weight[a];
+    }
+    p.logits.free();
+    // Row counts per EP peer.
+    saved.send_rows.assign(s.ep, 0);
+    for (int e = 0; e < s.experts; ++e) saved.send_rows[e / s.local_experts] += saved.tokens_per_expert[e];
+  } else if (name == "ep_dispatch") {
+    p.dispatch(ops.take(op.name));
+  } else if (name == "expert_up") {
+    if (!p.dispatched) p.dispatch(OpHandle{});  // ep = 1
+    const OpHandle up = ops.take(op.name);
+    const long received = p.received();
+    saved.expert_gate.reset(mem, p.cat, received * F);
+    if (s.swiglu) saved.expert_up.reset(mem, p.cat, received * F);
+    saved.expert_act.reset(mem, p.cat, received * F);
+    p.for_each_block([&](int j, long row, long n) {
+      const T* in = saved.expert_in.data() + row * H;
+      ctx.gemm(up, false, false, n, F, H, in, p.w.gate[j], T(0), saved.expert_gate.data() + row * F);
+      if (s.swiglu) ctx.gemm(up, false, false, n, F, H, in, p.w.up[j], T(0), saved.expert_up.data() + row * F);
+    });
+  } else if (name == "expert_act") {
+    OpScope timer(ops.take(op.name));
+    p.for_each_block([&](int, long row, long n) {
+      T* act = saved.expert_act.data() + row * F;
+      unweighted_activation(s, saved.expert_gate.data() + row * F, s.swiglu ? saved.expert_up.data() + row * F : nullptr,
+                            act, n * F);
+      for (long r = 0; r < n; ++r)
+        for (long f = 0; f < F; ++f) act[r * F + f] *= saved.expert_prob[row + r];
+    });
+  } else if (name == "expert_down") {
+    const OpHandle down = ops.take(op.name);
+    p.expert_out.reset(mem, MemoryCategory::Buffers, p.received() * H);
+    p.for_each_block([&](int j, long row, long n) {
+      ctx.gemm(down, false, false, n, H, F, saved.expert_act.data() + row * F, p.w.down[j], T(0),
+               p.expert_out.data() + row * H);
+    });
+  } else if (name == "ep_combine") {
+    p.combine(ops.take(op.name));
+  } else if (name == "moe_unpermute") {
+    if (!p.combined_ready) p.combine(OpHandle{});  // ep = 1
+    OpScope timer(ops.take(op.name));
+    for (long t = 0; t < p.rows; ++t) {
+      T* o = p.out + t * H;
+      std::fill(o, o + H, T(0));
+      for (int c = 0; c < s.k; ++c) {
+        const T* y = p.combined.data() + saved.slot[t * s.k + c] * H;
+        for (long i = 0; i < H; ++i) o[i] += y[i];
+      }
+    }
+    p.combined.free();
+  } else {
+    return false;
+  }
+  return true;
+}
+
+template <class T>
+bool MoeBlock<T>::backward_op(OpCursor& ops, const Op& op) {
+  State& p = *st_;
+  const ExecContext& ctx = p.ctx;
+  const ExpertShape& s = p.s;
+  MoeSaved<T>& saved = p.saved;
+  MemoryTracker* mem = ctx.memory();
+  const auto Bf = MemoryCategory::Buffers;
+  const long H = s.hidden, F = s.ffn, assignments = p.assignments(), received = p.received();
+  const std::string_view name = op.name;
+  const bool wg = op.weight_grad;
+  // Backward of each forward op, in the list's order: the gradients travel to the experts under
+  // the combine's backward and back under the dispatch's.
+  if (name == "moe_unpermute") {
+    // The combine summed the expert outputs: each copy of a token's row gets the token's gradient.
+    OpScope timer(ops.take(op.name));
+    p.d_rows.reset(mem, Bf, assignments * H);
+    for (long a = 0; a < assignments; ++a) std::copy_n(p.dout + (a / s.k) * H, H, p.d_rows.data() + saved.slot[a] * H);
+  } else if (name == "ep_combine") {
+    p.combine_backward(ops.take(op.name));
+  } else if (name == "expert_down") {
+    if (!p.combined_ready) p.combine_backward(OpHandle{});  // ep = 1
+    const OpHandle down = ops.take(op.name, wg);
+    if (!wg) {
+      p.d_act.reset(mem, Bf, received * F);
+      p.for_each_block([&](int j, long row, long n) {
+        ctx.gemm(down, false, true, n, F, H, p.d_expert_out.data() + row * H, p.w.down[j], T(0), p.d_act.data() + row * F);
+      });
+    } else {
+      p.for_each_block([&](int j, long row, long n) {
+        ctx.gemm(down, true, false, F, H, n, saved.expert_act.data() + row * F, p.d_expert_out.data() + row * H, T(1),
+                 p.g.down[j]);
+      });
+    }
+  } else if (name == "expert_act") {
+    // The weighted activation p * act(x): dp = <d, act(x)> with act(x) re-run from its saved
+    // input, and the unweighted activation's gradient p * d.
+    OpScope timer(ops.take(op.name));
+    p.d_gate.reset(mem, Bf, received * F);
+    p.d_up.reset(mem, Bf, s.swiglu ? received * F : 0);
+    p.act_u.reset(mem, Bf, received * F);
+    p.d_prob.reset(mem, Bf, received);
+    p.for_each_block([&](int, long row, long n) {
+      T* da = p.d_act.data() + row * F;
+      T* au = p.act_u.data() + row * F;
+      const T* gate = saved.expert_gate.data() + row * F;
+      const T* up = s.swiglu ? saved.expert_up.data() + row * F : nullptr;
+      unweighted_activation(s, gate, up, au, n * F);
+      for (long r = 0; r < n; ++r) {
+        double dot = 0;
+        const T prob = saved.expert_prob[row + r];
+        for (long f = 0; f < F; ++f) {
+          dot += double(da[r * F + f]) * au[r * F + f];
+          da[r * F + f] *= prob;
+        }
+        p.d_prob[row + r] = T(dot);
+      }
+      if (s.swiglu) swiglu_backward_ref(da, gate, up, p.d_gate.data() + row * F, p.d_up.data() + row * F, n * F);
+      else gelu_backward_ref(da, gate, p.d_gate.data() + row * F, n * F);
+    });
+    p.act_u.free();
+    p.d_act.free();
+  } else if (name == "expert_up") {
+    const OpHandle up = ops.take(op.name, wg);
+    if (!wg) {
+      p.d_expert_in.reset(mem, Bf, received * H);
+      p.for_each_block([&](int j, long row, long n) {
+        T* din = p.d_expert_in.data() + row * H;
+        if (s.swiglu) ctx.gemm(up, false, true, n, H, F, p.d_up.data() + row * F, p.w.up[j], T(0), din);
+        ctx.gemm(up, false, true, n, H, F, p.d_gate.data() + row * F, p.w.gate[j], T(s.swiglu ? 1 : 0), din);
+      });
+    } else {
+      p.for_each_block([&](int j, long row, long n) {
+        const T* in = saved.expert_in.data() + row * H;
+        if (s.swiglu) ctx.gemm(up, true, false, H, F, n, in, p.d_up.data() + row * F, T(1), p.g.up[j]);
+        ctx.gemm(up, true, false, H, F, n, in, p.d_gate.data() + row * F, T(1), p.g.gate[j]);
+      });
+    }
+  } else if (name == "ep_dispatch") {
+    p.dispatch_backward(ops.take(op.name));
+  } else if (name == "moe_permute") {
+    if (!p.dispatched) p.dispatch_backward(OpHandle{});  // ep = 1
+    OpScope timer(ops.take(op.name));
+    TrackedBuffer<T> dgate(mem, Bf, assignments);
+    p.dlogits.reset(mem, Bf, p.rows * s.experts);
+    for (long a = 0; a < assignments; ++a) dgate[a] = p.d_prob_rows[saved.slot[a]];
+    for (long t = 0; t < p.rows; ++t) std::fill(p.dx + t * H, p.dx + (t + 1) * H, T(0));
+    for (long a = 0; a < assignments; ++a) {
+      const T* dr = p.d_rows.data() + saved.slot[a] * H;
+      T* d = p.dx + (a / s.k) * H;
+      for (long i = 0; i < H; ++i) d[i] += dr[i];
+    }
+    topk_router_backward_ref(dgate.data(), saved.expert_index.data(), saved.gate_weight.data(), p.dlogits.data(),
+                             int(p.rows), s.experts, s.k);
+  } else if (name == "router") {
+    if (!wg) ctx.gemm(ops.take(op.name), false, true, p.rows, H, s.experts, p.dlogits.data(), p.w.router, T(1), p.dx);
+    else ctx.gemm(ops.take(op.name, true), true, false, H, s.experts, p.rows, p.x, p.dlogits.data(), T(1), p.g.router);
+  } else {
+    return false;
+  }
+  return true;
+}
+
+template class MoeBlock<float>;
+template class MoeBlock<double>;
 
 }  // namespace sixfold

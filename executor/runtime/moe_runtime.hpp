@@ -4,6 +4,7 @@
 // dispatch over the expert-parallel group (expert e lives on EP rank e / (experts / ep)), expert
 // MLPs, all-to-all combine and the gate-weighted sum (GShard, Lepikhin et al. 2020; Megatron's
 // all-to-all token dispatcher). Dropless: no capacity limit.
+#include <memory>
 #include <vector>
 
 #include "executor/runtime/exec_context.hpp"
@@ -32,16 +33,30 @@ struct MoeSaved {
   TrackedBuffer<T> gate_weight, expert_in, expert_prob, expert_gate, expert_up, expert_act;
 };
 
-// x [rows, H] -> out [rows, H] (written). Saves what backward needs in `saved`. Each piece of work is
-// one op of the MoE layer's program, taken from `ops` (router, permutation, dispatch, experts, combine).
-// `saved_category`: Activations, or Buffers when the layer is fully recomputed (dropped at once).
+// One run of the block, op by op: the layer hands each MoE op of its program list (router,
+// moe_permute, ep_dispatch, expert_up, expert_act, expert_down, ep_combine, moe_unpermute; their
+// backward ops in a backward list) to forward_op / backward_op, in the list's order. Collectives
+// the program leaves out (ep = 1) run, untimed, where their result is first needed.
 template <class T>
-void moe_forward(const ExecContext& ctx, OpCursor& ops, long rows, const T* x, const MoeWeights<T>& w, T* out,
-                 MoeSaved<T>& saved, MemoryCategory saved_category = MemoryCategory::Activations);
+class MoeBlock {
+ public:
+  // Forward: x [rows, H] -> out [rows, H] (written); saves what backward needs in `saved`
+  // (`saved_category`: Activations, or Buffers when the layer is fully recomputed).
+  MoeBlock(const ExecContext& ctx, long rows, const T* x, const MoeWeights<T>& w, T* out, MoeSaved<T>& saved,
+           MemoryCategory saved_category);
+  // Backward: dout -> dx (written); parameter gradients accumulate; `saved` is consumed.
+  MoeBlock(const ExecContext& ctx, long rows, const T* x, const T* dout, const MoeWeights<T>& w, const MoeGrads<T>& g,
+           MoeSaved<T>& saved, T* dx);
+  ~MoeBlock();
+  MoeBlock(const MoeBlock&) = delete;
+  MoeBlock& operator=(const MoeBlock&) = delete;
+  // Runs `op` (taken from `ops`); false when it is not an op of the block.
+  bool forward_op(OpCursor& ops, const Op& op);
+  bool backward_op(OpCursor& ops, const Op& op);
 
-// dx is written; parameter gradients accumulate.
-template <class T>
-void moe_backward(const ExecContext& ctx, OpCursor& ops, long rows, const T* x, const T* dout, const MoeWeights<T>& w,
-                  const MoeGrads<T>& g, MoeSaved<T>& saved, T* dx);
+ private:
+  struct State;
+  std::unique_ptr<State> st_;
+};
 
 }  // namespace sixfold

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <initializer_list>
+#include <optional>
 #include <string_view>
 
 #include "common/error.hpp"
@@ -135,11 +136,6 @@ bool named_any(const Op& op, std::initializer_list<const char*> names) {
     if (named(op, n)) return true;
   return false;
 }
-// The MoE block's ops: moe_forward / moe_backward take them all, from the first one reached.
-bool moe_op(const Op& op) {
-  return named_any(op, {"router", "moe_permute", "ep_dispatch", "expert_up", "expert_act", "expert_down", "ep_combine",
-                        "moe_unpermute"});
-}
 // Whether the list holds an op of this name in this pass (a TP collective over one rank is left out).
 bool lists(const ProgramOpList& list, const char* name, bool backward) {
   for (const ProgramOp& p : list.ops)
@@ -157,6 +153,7 @@ struct TransformerLayer<T>::Forward {
   const T* attn_in = nullptr;  // the QKV GEMMs' input: the norm output, gathered under SP
   const T* mlp_in = nullptr;
   TrackedBuffer<T> full, pre_q, pre_k, partial, scratch;
+  std::optional<MoeBlock<T>> moe;  // an MoE layer's block, from its first op on
 };
 
 template <class T>
@@ -169,6 +166,7 @@ struct TransformerLayer<T>::Backward {
   // dfull: the row-parallel GEMM's output gradient (gathered under SP); dinput: the column-parallel
   // GEMMs' input gradient before its TP reduction; dn: after it.
   TrackedBuffer<T> dfull, dinput, dn, dh, dact, dgate, dup, full, dattn, dq, dk, dv, dpre_q, dpre_k;
+  std::optional<MoeBlock<T>> moe;
 };
 
 template <class T>
@@ -282,8 +280,6 @@ void TransformerLayer<T>::forward_op(const ExecContext& ctx, OpCursor& ops, cons
     norm_forward(ctx, ops.take(op.name), norm2_w_, norm2_b_, s.h.data(), s.norm2_out.data(), s.norm2_mean.data(),
                  s.norm2_rstd.data(), Nr);
     f.mlp_in = s.norm2_out.data();
-  } else if (moe_op(op)) {
-    moe_forward(ctx, ops, Nr, s.norm2_out.data(), moe_weights(), f.out, s.moe, A);
   } else if (named(op, "mlp_allgather")) {
     f.mlp_in = gathered(ctx, ops.take(op.name), s.norm2_out, f.full);
   } else if (named(op, "mlp_up")) {
@@ -309,6 +305,9 @@ void TransformerLayer<T>::forward_op(const ExecContext& ctx, OpCursor& ops, cons
   } else if (named(op, "mlp_residual")) {
     OpScope timer(ops.take(op.name));
     add_into(f.out, s.h.data(), Nr * H);
+  } else if (moe_) {  // the MoE block's ops (an op it does not know is left to run() to report)
+    if (!f.moe) f.moe.emplace(ctx, Nr, s.norm2_out.data(), moe_weights(), f.out, s.moe, A);
+    f.moe->forward_op(ops, op);
   }
 }
 
@@ -377,9 +376,6 @@ void TransformerLayer<T>::backward_op(const ExecContext& ctx, OpCursor& ops, con
   const bool wg = op.weight_grad;
   if (named(op, "mlp_residual")) {
     b.mlp_residual = ops.take(op.name);
-  } else if (moe_op(op)) {
-    b.dn.reset(mem, Bf, Nr * H);
-    moe_backward(ctx, ops, Nr, s.norm2_out.data(), b.dout, moe_weights(), moe_grads(), s.moe, b.dn.data());
   } else if (named(op, "mlp_reducescatter")) {
     output_grad(ops.take(op.name), b.dout);
   } else if (named(op, "mlp_down")) {
@@ -477,6 +473,12 @@ void TransformerLayer<T>::backward_op(const ExecContext& ctx, OpCursor& ops, con
     b.dn.free();
     OpScope timer(b.attn_residual);
     add_into(b.dx, b.dh.data(), Nr * H);
+  } else if (moe_) {  // the MoE block's ops; its input gradient goes to dn, as the MLP's does
+    if (!b.moe) {
+      b.dn.reset(mem, Bf, Nr * H);
+      b.moe.emplace(ctx, Nr, s.norm2_out.data(), b.dout, moe_weights(), moe_grads(), s.moe, b.dn.data());
+    }
+    b.moe->backward_op(ops, op);
   }
 }
 

@@ -8,10 +8,10 @@
 // with Megatron tensor parallelism (q/k/v and gate/up column-parallel, o and down row-parallel,
 // heads and FFN columns split over tp), sequence parallelism (norms on sequence shards) and
 // context parallelism (ring attention). Weights are stored [in, out] so that y = x W.
-// Handlers that run several ops together take them from the cursor themselves: the ring
-// attention takes its K/V exchange, the MoE block its router, permutations, all-to-alls and
-// experts (moe_runtime.hpp). A residual's backward is the sum where its two branches meet: its
-// op is taken where the list has it and its add timed under it after the branch's norm.
+// The ring attention runs with its K/V exchange (the handler takes both); an MoE layer's router,
+// permutations, all-to-alls and experts go to its MoeBlock, op by op (moe_runtime.hpp). A
+// residual's backward is the sum where its two branches meet: its op is taken where the list has
+// it and its add timed under it after the branch's norm.
 // Saved for backward as Megatron saves it (models/step_program.cpp is the spec): the layer input,
 // the norm outputs as sequence shards under SP (re-gathered in backward, as Megatron's
 // LinearWithGradAccumulationAndAsyncCommunication does), q, k, v, the attention output and its
