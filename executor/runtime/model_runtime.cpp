@@ -291,19 +291,24 @@ void ModelRuntime<T>::embedding_forward(MicroBatchState& mb, T* out) {
   OpCursor ops(*ctx_.backend, program_->embed_fwd);
   const long H = ctx_.hidden, N = ctx_.rows;
   TrackedBuffer<T> full(ctx_.memory(), MemoryCategory::Buffers, N * H);
-  ctx_.acquire_weights(embedding_.get());
-  {
-    OpScope timer(ops.take("embedding"));
-    const T* table = embedding_->weight(embedding_w_);
-    for (long r = 0; r < N; ++r) {
-      const long local = mb.tokens[r] - ctx_.vocab_start;
-      if (local >= 0 && local < ctx_.vocab_local) std::copy_n(table + local * H, H, full.data() + r * H);
+  bool reduced = false;
+  walk(ops, [&](const Op& op) {
+    if (named(op, "embedding")) {
+      ctx_.acquire_weights(embedding_.get());
+      OpScope timer(ops.take(op.name));
+      const T* table = embedding_->weight(embedding_w_);
+      for (long r = 0; r < N; ++r) {
+        const long local = mb.tokens[r] - ctx_.vocab_start;
+        if (local >= 0 && local < ctx_.vocab_local) std::copy_n(table + local * H, H, full.data() + r * H);
+      }
+      embedding_->release_weights();
+    } else if (named(op, "embed_allreduce") || named(op, "embed_reducescatter")) {
+      // Vocab-parallel: each TP rank contributed its rows.
+      ctx_.exit_tp_forward(ops.take(op.name), full.data(), out);
+      reduced = true;
     }
-  }
-  embedding_->release_weights();
-  // Vocab-parallel: each TP rank contributed its rows.
-  ctx_.exit_tp_forward(ctx_.tp_exit_op(ops, "embed_allreduce", "embed_reducescatter"), full.data(), out);
-  ops.finish();
+  });
+  if (!reduced) ctx_.exit_tp_forward(OpHandle{}, full.data(), out);  // tp = 1
 }
 
 template <class T>
@@ -311,20 +316,26 @@ void ModelRuntime<T>::embedding_backward(MicroBatchState& mb, const T* dout) {
   OpCursor ops(*ctx_.backend, program_->embed_bwd);
   const long H = ctx_.hidden, N = ctx_.rows;
   TrackedBuffer<T> full(ctx_.memory(), MemoryCategory::Buffers, N * H);
-  ctx_.exit_tp_backward(ctx_.tp_exit_grad_op(ops, "embed_reducescatter"), dout, full.data());
-  const OpHandle embedding = ops.take("embedding");
-  ops.finish();
-  embedding_->acquire_grads();
-  {
-    OpScope timer(embedding);
-    T* grad = embedding_->grad(embedding_w_);
-    for (long r = 0; r < N; ++r) {
-      const long local = mb.tokens[r] - ctx_.vocab_start;
-      if (local < 0 || local >= ctx_.vocab_local) continue;
-      for (long i = 0; i < H; ++i) grad[local * H + i] += full[r * H + i];
+  bool gathered = false;
+  walk(ops, [&](const Op& op) {
+    if (named(op, "embed_reducescatter")) {  // SP: the gradient's all-gather
+      ctx_.exit_tp_backward(ops.take(op.name), dout, full.data());
+      gathered = true;
+    } else if (named(op, "embedding")) {
+      if (!gathered) ctx_.exit_tp_backward(OpHandle{}, dout, full.data());
+      embedding_->acquire_grads();
+      {
+        OpScope timer(ops.take(op.name));
+        T* grad = embedding_->grad(embedding_w_);
+        for (long r = 0; r < N; ++r) {
+          const long local = mb.tokens[r] - ctx_.vocab_start;
+          if (local < 0 || local >= ctx_.vocab_local) continue;
+          for (long i = 0; i < H; ++i) grad[local * H + i] += full[r * H + i];
+        }
+      }
+      ctx_.release_grads(embedding_.get(), nullptr);
     }
-  }
-  ctx_.release_grads(embedding_.get(), nullptr);
+  });
 }
 
 template <class T>
@@ -333,70 +344,72 @@ double ModelRuntime<T>::head_forward(MicroBatchState& mb, const T* x) {
   MemoryTracker* mem = ctx_.memory();
   const auto A = MemoryCategory::Activations, Bf = MemoryCategory::Buffers;
   OpCursor ops(*ctx_.backend, program_->head_fwd);
-  const OpHandle norm = ops.take("final_norm"), gather = ctx_.tp_enter_op(ops, "head_allgather"),
-                 gemm = ops.take("lm_head"), loss_op = ops.take("cross_entropy"),
-                 reduce = ops.take_collective("loss_allreduce");
-  ops.finish();
-  mb.head_in.reset(mem, A, Nr * H);
-  std::copy_n(x, Nr * H, mb.head_in.data());
-  mb.head_normed.reset(mem, A, Nr * H);
-  mb.norm_mean.reset(mem, A, model_.norm == NormKind::LayerNorm ? Nr : 0);
-  mb.norm_rstd.reset(mem, A, Nr);
-  ctx_.acquire_weights(final_norm_.get());
-  {
-    OpScope timer(norm);
-    if (model_.norm == NormKind::LayerNorm)
-      layernorm_forward_ref(x, final_norm_->weight(final_norm_w_), final_norm_->weight(final_norm_b_),
-                            mb.head_normed.data(), mb.norm_mean.data(), mb.norm_rstd.data(), int(Nr), int(H),
-                            T(ctx_.norm_eps));
-    else
-      rmsnorm_forward_ref(x, final_norm_->weight(final_norm_w_), mb.head_normed.data(), mb.norm_rstd.data(), int(Nr),
-                          int(H), T(ctx_.norm_eps));
-  }
-  final_norm_->release_weights();
   ParamGroup<T>* head = head_ ? head_.get() : embedding_.get();
   const int w = head_ ? head_w_ : embedding_w_;
   // The logits live only through the loss forward; they are the cost model's "one set of logits"
   // (StageEdges::logits_bytes) and are charged to activations like it.
-  TrackedBuffer<T> logits(mem, A, N * Vl);
-  {
-    TrackedBuffer<T> full;
-    const T* head_full = mb.head_normed.data();
-    if (ctx_.sp) {
-      full.reset(mem, Bf, N * H);
-      ctx_.enter_tp_forward(gather, mb.head_normed.data(), full.data());
-      head_full = full.data();
-    }
-    ctx_.acquire_weights(head);
-    ctx_.gemm(gemm, false, true, N, Vl, H, head_full, head->weight(w), T(0), logits.data());
-    head->release_weights();
-  }
-  // The loss's three all-reduces run inside it (each needs the last): timed apart as loss_allreduce.
-  OpScope timer(loss_op);
-  Communicator& tp = ctx_.tp();
-  TrackedBuffer<T> row_max(mem, Bf, N), row_sumexp(mem, Bf, N), target(mem, Bf, N);
-  logits_rowmax_ref(logits.data(), row_max.data(), int(N), int(Vl));
-  {
-    OpScope reducing(reduce);
-    tp.all_reduce_max(row_max.data(), N);
-  }
-  logits_sumexp_ref(logits.data(), row_max.data(), row_sumexp.data(), int(N), int(Vl));
-  {
-    OpScope reducing(reduce);
-    tp.all_reduce_sum(row_sumexp.data(), N);
-  }
-  target_logit_ref(logits.data(), mb.targets.data(), int(ctx_.vocab_start), target.data(), int(N), int(Vl));
-  {
-    OpScope reducing(reduce);
-    tp.all_reduce_sum(target.data(), N);
-  }
-  mb.softmax.reset(mem, A, N * Vl);
-  for (long r = 0; r < N; ++r) {
-    const double max = row_max[r], inv_sum = 1.0 / double(row_sumexp[r]);
-    for (long v = 0; v < Vl; ++v) mb.softmax[r * Vl + v] = T(std::exp(double(logits[r * Vl + v]) - max) * inv_sum);
-  }
+  TrackedBuffer<T> logits, full;
+  const T* head_full = nullptr;  // the head GEMM's input: the normed rows, gathered under SP
   double loss = 0;
-  for (long r = 0; r < N; ++r) loss += std::log(double(row_sumexp[r])) + row_max[r] - target[r];
+  walk(ops, [&](const Op& op) {
+    if (named(op, "final_norm")) {
+      mb.head_in.reset(mem, A, Nr * H);
+      std::copy_n(x, Nr * H, mb.head_in.data());
+      mb.head_normed.reset(mem, A, Nr * H);
+      mb.norm_mean.reset(mem, A, model_.norm == NormKind::LayerNorm ? Nr : 0);
+      mb.norm_rstd.reset(mem, A, Nr);
+      ctx_.acquire_weights(final_norm_.get());
+      {
+        OpScope timer(ops.take(op.name));
+        if (model_.norm == NormKind::LayerNorm)
+          layernorm_forward_ref(x, final_norm_->weight(final_norm_w_), final_norm_->weight(final_norm_b_),
+                                mb.head_normed.data(), mb.norm_mean.data(), mb.norm_rstd.data(), int(Nr), int(H),
+                                T(ctx_.norm_eps));
+        else
+          rmsnorm_forward_ref(x, final_norm_->weight(final_norm_w_), mb.head_normed.data(), mb.norm_rstd.data(), int(Nr),
+                              int(H), T(ctx_.norm_eps));
+      }
+      final_norm_->release_weights();
+      head_full = mb.head_normed.data();
+    } else if (named(op, "head_allgather")) {
+      full.reset(mem, Bf, N * H);
+      ctx_.enter_tp_forward(ops.take(op.name), mb.head_normed.data(), full.data());
+      head_full = full.data();
+    } else if (named(op, "lm_head")) {
+      logits.reset(mem, A, N * Vl);
+      ctx_.acquire_weights(head);
+      ctx_.gemm(ops.take(op.name), false, true, N, Vl, H, head_full, head->weight(w), T(0), logits.data());
+      head->release_weights();
+      full.free();
+    } else if (named(op, "cross_entropy")) {
+      // The loss's three all-reduces run inside it (each needs the last): timed apart as loss_allreduce.
+      const OpHandle loss_op = ops.take(op.name), reduce = ops.take_collective("loss_allreduce");
+      OpScope timer(loss_op);
+      Communicator& tp = ctx_.tp();
+      TrackedBuffer<T> row_max(mem, Bf, N), row_sumexp(mem, Bf, N), target(mem, Bf, N);
+      logits_rowmax_ref(logits.data(), row_max.data(), int(N), int(Vl));
+      {
+        OpScope reducing(reduce);
+        tp.all_reduce_max(row_max.data(), N);
+      }
+      logits_sumexp_ref(logits.data(), row_max.data(), row_sumexp.data(), int(N), int(Vl));
+      {
+        OpScope reducing(reduce);
+        tp.all_reduce_sum(row_sumexp.data(), N);
+      }
+      target_logit_ref(logits.data(), mb.targets.data(), int(ctx_.vocab_start), target.data(), int(N), int(Vl));
+      {
+        OpScope reducing(reduce);
+        tp.all_reduce_sum(target.data(), N);
+      }
+      mb.softmax.reset(mem, A, N * Vl);
+      for (long r = 0; r < N; ++r) {
+        const double max = row_max[r], inv_sum = 1.0 / double(row_sumexp[r]);
+        for (long v = 0; v < Vl; ++v) mb.softmax[r * Vl + v] = T(std::exp(double(logits[r * Vl + v]) - max) * inv_sum);
+      }
+      for (long r = 0; r < N; ++r) loss += std::log(double(row_sumexp[r])) + row_max[r] - target[r];
+    }
+  });
   return ctx_.groups->me.tp == 0 ? loss : 0.0;  // every TP rank holds the same loss; count it once
 }
 
@@ -406,56 +419,82 @@ void ModelRuntime<T>::head_backward(MicroBatchState& mb, T* dx) {
   MemoryTracker* mem = ctx_.memory();
   const auto Bf = MemoryCategory::Buffers;
   OpCursor ops(*ctx_.backend, program_->head_bwd);
-  const OpHandle loss_op = ops.take("cross_entropy"), gemm = ops.take("lm_head"), gemm_w = ops.take("lm_head", true),
-                 enter = ctx_.tp_enter_grad_op(ops, "head_allgather", "head_grad_allreduce"),
-                 norm = ops.take("final_norm");
-  ops.finish();
-  TrackedBuffer<T> dlogits(mem, Bf, N * Vl), dfull(mem, Bf, N * H), dnormed(mem, Bf, Nr * H);
-  {
-    // d loss / d logit = (softmax - onehot(target)) / tokens of the global batch.
-    OpScope timer(loss_op);
-    const T dloss = T(1.0 / (double(work_.global_batch) * double(work_.seq)));
-    for (long r = 0; r < N; ++r) {
-      for (long v = 0; v < Vl; ++v) dlogits[r * Vl + v] = mb.softmax[r * Vl + v] * dloss;
-      const long local = mb.targets[r] - ctx_.vocab_start;
-      if (local >= 0 && local < Vl) dlogits[r * Vl + local] -= dloss;
-    }
-  }
-  mb.softmax.free();
   ParamGroup<T>* head = head_ ? head_.get() : embedding_.get();
   const int w = head_ ? head_w_ : embedding_w_;
-  {
-    TrackedBuffer<T> full;
-    const T* head_full = mb.head_normed.data();
-    if (ctx_.sp) {
-      full.reset(mem, Bf, N * H);
-      // Megatron re-gathers the saved shard for the weight gradient; the program prices only the
-      // gradient's reduce-scatter under this op.
-      ctx_.enter_tp_forward(enter, mb.head_normed.data(), full.data());
-      head_full = full.data();
-    }
+  // The head's TP entry in backward: reduce-scatter under SP (head_allgather), all-reduce without
+  // (head_grad_allreduce); neither at tp = 1.
+  const char* enter_name = ctx_.sp ? "head_allgather" : "head_grad_allreduce";
+  TrackedBuffer<T> dlogits, dfull, dnormed, full;
+  bool head_held = false;
+  // The head's weights and gradients are held across its two backward GEMMs.
+  auto hold_head = [&] {
+    if (head_held) return;
     ctx_.acquire_weights(head);
     head->acquire_grads();
-    ctx_.gemm(gemm_w, true, false, Vl, H, N, dlogits.data(), head_full, T(1), head->grad(w));
-    ctx_.gemm(gemm, false, false, N, H, Vl, dlogits.data(), head->weight(w), T(0), dfull.data());
+    head_held = true;
+  };
+  auto release_head = [&] {
+    if (!head_held) return;
     ctx_.release_grads(head, nullptr);
     head->release_weights();
-  }
-  ctx_.enter_tp_backward(enter, dfull.data(), dnormed.data());
-  ctx_.acquire_weights(final_norm_.get());
-  final_norm_->acquire_grads();
-  {
-    OpScope timer(norm);
-    if (model_.norm == NormKind::LayerNorm)
-      layernorm_backward_ref(dnormed.data(), mb.head_in.data(), final_norm_->weight(final_norm_w_), mb.norm_mean.data(),
-                             mb.norm_rstd.data(), dx, final_norm_->grad(final_norm_w_), final_norm_->grad(final_norm_b_),
-                             int(Nr), int(H));
-    else
-      rmsnorm_backward_ref(dnormed.data(), mb.head_in.data(), final_norm_->weight(final_norm_w_), mb.norm_rstd.data(), dx,
-                           final_norm_->grad(final_norm_w_), int(Nr), int(H));
-  }
-  ctx_.release_grads(final_norm_.get(), ctx_.sp ? &ctx_.tp() : nullptr);
-  final_norm_->release_weights();
+    head_held = false;
+    full.free();
+  };
+  auto reduce_input_grad = [&](const OpHandle& enter) {
+    release_head();
+    dnormed.reset(mem, Bf, Nr * H);
+    ctx_.enter_tp_backward(enter, dfull.data(), dnormed.data());
+    dfull.free();
+  };
+  walk(ops, [&](const Op& op) {
+    if (named(op, "cross_entropy")) {
+      // d loss / d logit = (softmax - onehot(target)) / tokens of the global batch.
+      OpScope timer(ops.take(op.name));
+      dlogits.reset(mem, Bf, N * Vl);
+      const T dloss = T(1.0 / (double(work_.global_batch) * double(work_.seq)));
+      for (long r = 0; r < N; ++r) {
+        for (long v = 0; v < Vl; ++v) dlogits[r * Vl + v] = mb.softmax[r * Vl + v] * dloss;
+        const long local = mb.targets[r] - ctx_.vocab_start;
+        if (local >= 0 && local < Vl) dlogits[r * Vl + local] -= dloss;
+      }
+      mb.softmax.free();
+    } else if (named(op, "lm_head") && !op.weight_grad) {
+      hold_head();
+      dfull.reset(mem, Bf, N * H);
+      ctx_.gemm(ops.take(op.name), false, false, N, H, Vl, dlogits.data(), head->weight(w), T(0), dfull.data());
+    } else if (named(op, "lm_head")) {
+      hold_head();
+      const OpHandle gemm_w = ops.take(op.name, true);
+      const T* head_full = mb.head_normed.data();
+      if (ctx_.sp) {
+        // Megatron re-gathers the saved shard for the weight gradient; the program prices only the
+        // gradient's reduce-scatter under the entry's op, which times the gather too.
+        full.reset(mem, Bf, N * H);
+        ctx_.enter_tp_forward(ops.peek(enter_name), mb.head_normed.data(), full.data());
+        head_full = full.data();
+      }
+      ctx_.gemm(gemm_w, true, false, Vl, H, N, dlogits.data(), head_full, T(1), head->grad(w));
+    } else if (named(op, enter_name)) {
+      reduce_input_grad(ops.take(op.name));
+    } else if (named(op, "final_norm")) {
+      if (dnormed.empty()) reduce_input_grad(OpHandle{});  // tp = 1
+      dlogits.free();
+      ctx_.acquire_weights(final_norm_.get());
+      final_norm_->acquire_grads();
+      {
+        OpScope timer(ops.take(op.name));
+        if (model_.norm == NormKind::LayerNorm)
+          layernorm_backward_ref(dnormed.data(), mb.head_in.data(), final_norm_->weight(final_norm_w_), mb.norm_mean.data(),
+                                 mb.norm_rstd.data(), dx, final_norm_->grad(final_norm_w_), final_norm_->grad(final_norm_b_),
+                                 int(Nr), int(H));
+        else
+          rmsnorm_backward_ref(dnormed.data(), mb.head_in.data(), final_norm_->weight(final_norm_w_), mb.norm_rstd.data(),
+                               dx, final_norm_->grad(final_norm_w_), int(Nr), int(H));
+      }
+      ctx_.release_grads(final_norm_.get(), ctx_.sp ? &ctx_.tp() : nullptr);
+      final_norm_->release_weights();
+    }
+  });
 }
 
 template <class T>

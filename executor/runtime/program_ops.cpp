@@ -84,6 +84,12 @@ OpHandle OpCursor::peek(const char* name) const {
   return {};
 }
 
+void throw_no_work(const ProgramOpList& list, size_t i) {
+  throw Error("the executor ran no work for the step program's op " + list.ops[i].id + " (" + list.what + ")");
+}
+
+bool named(const Op& op, const char* name) { return std::string_view(op.name) == name; }
+
 void OpCursor::finish() const {
   std::string missing;
   for (size_t i = 0; i < list_->ops.size(); ++i)

@@ -106,4 +106,23 @@ class OpCursor {
   std::vector<char> taken_;
 };
 
+// Throws Error: the executor ran no work for the list's op i.
+[[noreturn]] void throw_no_work(const ProgramOpList& list, size_t i);
+// Whether an op has this name (op names are static strings; compared by content).
+bool named(const Op& op, const char* name);
+
+// Runs a list from the step program: walks the cursor's ops in the list's order and hands each
+// one not yet handed out to `run_op(const Op&)`, which takes it (and any op it runs together with
+// it) from the cursor; an op no handler took fails the run, naming it, and so does an op left over.
+template <class RunOp>
+void walk(OpCursor& ops, RunOp run_op) {
+  const ProgramOpList& list = ops.list();
+  for (size_t i = 0; i < list.ops.size(); ++i) {
+    if (ops.taken(i)) continue;
+    run_op(*list.ops[i].op);
+    if (!ops.taken(i)) throw_no_work(list, i);
+  }
+  ops.finish();
+}
+
 }  // namespace sixfold

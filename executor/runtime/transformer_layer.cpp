@@ -130,7 +130,6 @@ const T* TransformerLayer<T>::gathered(const ExecContext& ctx, const OpHandle& o
 }
 
 namespace {
-bool named(const Op& op, const char* name) { return std::string_view(op.name) == name; }
 bool named_any(const Op& op, std::initializer_list<const char*> names) {
   for (const char* n : names)
     if (named(op, n)) return true;
@@ -171,20 +170,15 @@ struct TransformerLayer<T>::Backward {
 
 template <class T>
 void TransformerLayer<T>::run(const ExecContext& ctx, OpCursor& ops, Forward& f, Backward* b) {
-  const ProgramOpList& list = ops.list();
   bool in_backward = false;
-  for (size_t i = 0; i < list.ops.size(); ++i) {
-    if (ops.taken(i)) continue;
-    const Op& op = *list.ops[i].op;
+  walk(ops, [&](const Op& op) {
     if (op.backward && !in_backward) {  // the re-run forward's transient buffers are done with
       in_backward = true;
       for (TrackedBuffer<T>* t : {&f.full, &f.pre_q, &f.pre_k, &f.partial, &f.scratch}) t->free();
     }
     if (!op.backward) forward_op(ctx, ops, op, f);
     else if (b) backward_op(ctx, ops, op, *b);
-    if (!ops.taken(i)) throw Error("the executor's layer ran no work for the step program's op " + list.ops[i].id);
-  }
-  ops.finish();
+  });
 }
 
 template <class T>
