@@ -131,13 +131,16 @@ void moe_unpermute(const Bf16* expert_out, const int* sorted_slot_of_assignment,
 void adamw_step(float* master_param, const float* grad, float* m, float* v, Bf16* model_param, long n, double lr,
                 double beta1, double beta2, double eps, double weight_decay, long step, Stream stream = nullptr);
 
-// ---- GEMM through cuBLASLt (kernels/gemm_cublaslt.cu) ----
-// Row-major C[m, n] = alpha * op(A) op(B) + beta * C with bf16 A and B, fp32 accumulation.
-// A is [m, k] ([k, m] when trans_a), B is [k, n] ([n, k] when trans_b). A handle, its workspace
-// and the algorithm chosen per shape live in one object; it is not thread-safe.
+// ---- GEMM through cuBLASLt (kernels/gemm_cublaslt.cu): the one cuBLASLt wrapper ----
+// Row-major C[m, n] = alpha * op(A) op(B) + beta * C. A is [m, k] ([k, m] when trans_a), B is
+// [k, n] ([n, k] when trans_b). bf16 A and B accumulate in fp32 (bf16 or fp32 C); fp32 and fp64
+// (the float/double model runtime of the executor's CUDA backend) compute in their own precision,
+// fp32 on TF32 tensor cores when the object was made with tf32 (10-bit mantissa inputs: faster,
+// results ~1e-3 apart from the CPU's). A handle, its workspace and the algorithm chosen per shape
+// live in one object; it is not thread-safe. m, n, k >= 0 (m or n 0: nothing to do).
 class CublasLtGemm {
  public:
-  explicit CublasLtGemm(std::size_t workspace_bytes = std::size_t(32) << 20);
+  explicit CublasLtGemm(std::size_t workspace_bytes = std::size_t(32) << 20, bool tf32 = false);
   ~CublasLtGemm();
   CublasLtGemm(const CublasLtGemm&) = delete;
   CublasLtGemm& operator=(const CublasLtGemm&) = delete;
@@ -147,6 +150,11 @@ class CublasLtGemm {
   // fp32 output, e.g. weight gradients accumulated with beta = 1.
   void matmul(const Bf16* a, const Bf16* b, float* c, int m, int n, int k, bool trans_a, bool trans_b,
               float alpha = 1.0f, float beta = 0.0f, Stream stream = nullptr);
+  void matmul(const float* a, const float* b, float* c, long m, long n, long k, bool trans_a, bool trans_b,
+              float alpha, float beta, Stream stream);
+  void matmul(const double* a, const double* b, double* c, long m, long n, long k, bool trans_a, bool trans_b,
+              double alpha, double beta, Stream stream);
+  std::size_t workspace_bytes() const;
 
  private:
   struct Impl;

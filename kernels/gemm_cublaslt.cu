@@ -1,9 +1,10 @@
-// Row-major bf16 GEMM through cuBLASLt with fp32 accumulation (CUBLAS_COMPUTE_32F).
+// Row-major GEMM through cuBLASLt: bf16 with fp32 accumulation, fp32 (or TF32), fp64.
 // cuBLASLt is column-major: a row-major C[m, n] is the column-major C^T[n, m], so
 // C = op(A) op(B) is computed as C^T = op(B)^T op(A)^T, i.e. with the operands swapped and each
 // row-major buffer read as its column-major transpose (the usual trick; see the cuBLAS docs,
 // "cublasLtMatmul"). The heuristic's first algorithm is cached per shape.
 #include <map>
+#include <string>
 #include <tuple>
 
 #include "kernels/cuda_common.cuh"
@@ -12,7 +13,8 @@ namespace sixfold::cuda {
 
 namespace {
 
-using ShapeKey = std::tuple<int, int, int, bool, bool, int, bool>;  // m n k ta tb out-type beta!=0
+// m n k ta tb input-type output-type beta!=0
+using ShapeKey = std::tuple<long, long, long, bool, bool, int, int, bool>;
 
 struct MatmulPlan {
   cublasLtMatmulDesc_t desc = nullptr;
@@ -20,12 +22,17 @@ struct MatmulPlan {
   cublasLtMatmulAlgo_t algo{};
 };
 
+const char* type_name(cudaDataType_t t) {
+  return t == CUDA_R_16BF ? "bf16" : t == CUDA_R_32F ? "fp32" : t == CUDA_R_64F ? "fp64" : "?";
+}
+
 }  // namespace
 
 struct CublasLtGemm::Impl {
   cublasLtHandle_t handle = nullptr;
   void* workspace = nullptr;
   std::size_t workspace_bytes = 0;
+  bool tf32 = false;
   std::map<ShapeKey, MatmulPlan> plans;
 
   ~Impl() {
@@ -39,13 +46,19 @@ struct CublasLtGemm::Impl {
     if (handle) cublasLtDestroy(handle);
   }
 
-  const MatmulPlan& plan(int m, int n, int k, bool trans_a, bool trans_b, cudaDataType_t out_type, bool has_beta) {
-    const ShapeKey key{m, n, k, trans_a, trans_b, int(out_type), has_beta};
+  const MatmulPlan& plan(long m, long n, long k, bool trans_a, bool trans_b, cudaDataType_t in_type,
+                         cudaDataType_t out_type, bool has_beta) {
+    const ShapeKey key{m, n, k, trans_a, trans_b, int(in_type), int(out_type), has_beta};
     auto found = plans.find(key);
     if (found != plans.end()) return found->second;
 
     MatmulPlan p;
-    CHECK_CUBLAS(cublasLtMatmulDescCreate(&p.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    // bf16 and fp32 inputs accumulate (and scale) in fp32, fp64 in fp64.
+    const bool f64 = in_type == CUDA_R_64F;
+    const cublasComputeType_t compute =
+        f64 ? CUBLAS_COMPUTE_64F
+            : (in_type == CUDA_R_32F && tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F);
+    CHECK_CUBLAS(cublasLtMatmulDescCreate(&p.desc, compute, f64 ? CUDA_R_64F : CUDA_R_32F));
     // Column-major view: D[n, m] = X[n, k] * Y[k, m], X = op(B)^T, Y = op(A)^T.
     const cublasOperation_t op_x = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
     const cublasOperation_t op_y = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -53,10 +66,10 @@ struct CublasLtGemm::Impl {
     CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_y, sizeof op_y));
     // Stored (before op) shapes of the column-major views: B row-major [k, n] is column-major
     // [n, k] with ld n; B^T stored row-major [n, k] is column-major [k, n] with ld k; same for A.
-    if (trans_b) CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&p.layout_a, CUDA_R_16BF, k, n, k));
-    else CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&p.layout_a, CUDA_R_16BF, n, k, n));
-    if (trans_a) CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&p.layout_b, CUDA_R_16BF, m, k, m));
-    else CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&p.layout_b, CUDA_R_16BF, k, m, k));
+    if (trans_b) CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&p.layout_a, in_type, k, n, k));
+    else CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&p.layout_a, in_type, n, k, n));
+    if (trans_a) CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&p.layout_b, in_type, m, k, m));
+    else CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&p.layout_b, in_type, k, m, k));
     CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&p.layout_c, out_type, n, m, n));
 
     cublasLtMatmulPreference_t preference = nullptr;
@@ -74,41 +87,56 @@ struct CublasLtGemm::Impl {
       cublasLtMatrixLayoutDestroy(p.layout_b);
       cublasLtMatrixLayoutDestroy(p.layout_c);
       cublasLtMatmulDescDestroy(p.desc);
-      throw Error("cuBLASLt found no algorithm for bf16 GEMM m=" + std::to_string(m) + " n=" + std::to_string(n) +
-                  " k=" + std::to_string(k) + " (status " + cublasLtGetStatusName(status) + ")");
+      throw Error(std::string("cuBLASLt found no algorithm for ") + type_name(in_type) + " GEMM m=" +
+                  std::to_string(m) + " n=" + std::to_string(n) + " k=" + std::to_string(k) + " (status " +
+                  cublasLtGetStatusName(status) + ")");
     }
     p.algo = result.algo;
     return plans.emplace(key, p).first->second;
   }
 
-  void run(const Bf16* a, const Bf16* b, void* c, cudaDataType_t out_type, int m, int n, int k, bool trans_a,
-           bool trans_b, float alpha, float beta, Stream stream) {
+  // alpha, beta: float for bf16 and fp32 inputs, double for fp64.
+  void run(const void* a, const void* b, void* c, cudaDataType_t in_type, cudaDataType_t out_type, long m, long n,
+           long k, bool trans_a, bool trans_b, const void* alpha, const void* beta, bool has_beta, Stream stream) {
     if (m < 0 || n < 0 || k < 0)
       throw UsageError("CublasLtGemm::matmul: m=" + std::to_string(m) + " n=" + std::to_string(n) +
                        " k=" + std::to_string(k) + " (allowed: >= 0)");
     if (m == 0 || n == 0) return;
-    const MatmulPlan& p = plan(m, n, k, trans_a, trans_b, out_type, beta != 0.0f);
-    CHECK_CUBLAS(cublasLtMatmul(handle, p.desc, &alpha, b, p.layout_a, a, p.layout_b, &beta, c, p.layout_c, c,
+    const MatmulPlan& p = plan(m, n, k, trans_a, trans_b, in_type, out_type, has_beta);
+    CHECK_CUBLAS(cublasLtMatmul(handle, p.desc, alpha, b, p.layout_a, a, p.layout_b, beta, c, p.layout_c, c,
                                 p.layout_c, &p.algo, workspace, workspace_bytes, as_cuda(stream)));
   }
 };
 
-CublasLtGemm::CublasLtGemm(std::size_t workspace_bytes) : impl_(std::make_unique<Impl>()) {
+CublasLtGemm::CublasLtGemm(std::size_t workspace_bytes, bool tf32) : impl_(std::make_unique<Impl>()) {
   CHECK_CUBLAS(cublasLtCreate(&impl_->handle));
   impl_->workspace_bytes = workspace_bytes;
+  impl_->tf32 = tf32;
   if (workspace_bytes > 0) CHECK_CUDA(cudaMalloc(&impl_->workspace, workspace_bytes));
 }
 
 CublasLtGemm::~CublasLtGemm() = default;
 
+std::size_t CublasLtGemm::workspace_bytes() const { return impl_->workspace_bytes; }
+
 void CublasLtGemm::matmul(const Bf16* a, const Bf16* b, Bf16* c, int m, int n, int k, bool trans_a, bool trans_b,
                           float alpha, float beta, Stream stream) {
-  impl_->run(a, b, c, CUDA_R_16BF, m, n, k, trans_a, trans_b, alpha, beta, stream);
+  impl_->run(a, b, c, CUDA_R_16BF, CUDA_R_16BF, m, n, k, trans_a, trans_b, &alpha, &beta, beta != 0.0f, stream);
 }
 
 void CublasLtGemm::matmul(const Bf16* a, const Bf16* b, float* c, int m, int n, int k, bool trans_a, bool trans_b,
                           float alpha, float beta, Stream stream) {
-  impl_->run(a, b, c, CUDA_R_32F, m, n, k, trans_a, trans_b, alpha, beta, stream);
+  impl_->run(a, b, c, CUDA_R_16BF, CUDA_R_32F, m, n, k, trans_a, trans_b, &alpha, &beta, beta != 0.0f, stream);
+}
+
+void CublasLtGemm::matmul(const float* a, const float* b, float* c, long m, long n, long k, bool trans_a,
+                          bool trans_b, float alpha, float beta, Stream stream) {
+  impl_->run(a, b, c, CUDA_R_32F, CUDA_R_32F, m, n, k, trans_a, trans_b, &alpha, &beta, beta != 0.0f, stream);
+}
+
+void CublasLtGemm::matmul(const double* a, const double* b, double* c, long m, long n, long k, bool trans_a,
+                          bool trans_b, double alpha, double beta, Stream stream) {
+  impl_->run(a, b, c, CUDA_R_64F, CUDA_R_64F, m, n, k, trans_a, trans_b, &alpha, &beta, beta != 0.0, stream);
 }
 
 }  // namespace sixfold::cuda

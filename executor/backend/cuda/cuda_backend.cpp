@@ -6,7 +6,6 @@
 #include "common/error.hpp"
 #include "executor/backend/cuda/cuda_cupti_recorder.hpp"
 #include "executor/backend/cuda/cuda_device.hpp"
-#include "executor/backend/cuda/cuda_lt_gemm.hpp"
 #include "executor/backend/cuda/cuda_nccl_communicator.hpp"
 #include "kernels/cuda_kernels.hpp"
 
@@ -27,7 +26,7 @@ int local_rank_from_environment() {
 class CudaBackend : public Backend {
  public:
   CudaBackend(std::unique_ptr<Communicator> world, std::shared_ptr<CudaStreams> streams, const CudaBackendOptions& o)
-      : Backend(std::move(world)), streams_(std::move(streams)), gemm_(o.tf32) {
+      : Backend(std::move(world)), streams_(std::move(streams)), gemm_(std::size_t(32) << 20, o.tf32) {
     nccl_ = dynamic_cast<NcclCommunicator*>(&this->world());
     if (o.trace) recorder_ = std::make_unique<CuptiRecorder>();
   }
@@ -52,7 +51,7 @@ class CudaBackend : public Backend {
   CudaDeviceMemory device_memory() const {
     CudaDeviceMemory d;
     d.staging_peak = Bytes(staging_.bytes());
-    d.workspace = Bytes(std::size_t(32) << 20);  // LtGemm's default workspace
+    d.workspace = Bytes(gemm_.workspace_bytes());
     if (nccl_) d.comm_staging_peak = nccl_->staging_peak();
     return d;
   }
@@ -83,7 +82,7 @@ class CudaBackend : public Backend {
   }
 
   std::shared_ptr<CudaStreams> streams_;
-  LtGemm gemm_;
+  cuda::CublasLtGemm gemm_;
   DeviceStaging staging_;
   const NcclCommunicator* nccl_ = nullptr;  // the world when it is NCCL's (more than one rank)
   std::unique_ptr<CuptiRecorder> recorder_;
