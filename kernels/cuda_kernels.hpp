@@ -138,6 +138,10 @@ void adamw_step(float* master_param, const float* grad, float* m, float* v, Bf16
 // fp32 on TF32 tensor cores when the object was made with tf32 (10-bit mantissa inputs: faster,
 // results ~1e-3 apart from the CPU's). A handle, its workspace and the algorithm chosen per shape
 // live in one object; it is not thread-safe. m, n, k >= 0 (m or n 0: nothing to do).
+// Element types of a cuBLASLt GEMM through the typed entry (try_matmul). FP8 is e4m3; cuBLASLt
+// runs it only as C = A B^T (trans_a false, trans_b true: its "TN" layout).
+enum class GemmType { BF16, FP16, FP8_E4M3, FP32, FP64 };
+
 class CublasLtGemm {
  public:
   explicit CublasLtGemm(std::size_t workspace_bytes = std::size_t(32) << 20, bool tf32 = false);
@@ -154,6 +158,10 @@ class CublasLtGemm {
               float alpha, float beta, Stream stream);
   void matmul(const double* a, const double* b, double* c, long m, long n, long k, bool trans_a, bool trans_b,
               double alpha, double beta, Stream stream);
+  // Any supported pair of input and output types (device pointers of those types); false when
+  // cuBLASLt offers no algorithm for them on this device (calibration skips the shape).
+  bool try_matmul(GemmType in, GemmType out, const void* a, const void* b, void* c, long m, long n, long k,
+                  bool trans_a, bool trans_b, double alpha, double beta, Stream stream);
   std::size_t workspace_bytes() const;
 
  private:

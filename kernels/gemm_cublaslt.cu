@@ -23,8 +23,31 @@ struct MatmulPlan {
 };
 
 const char* type_name(cudaDataType_t t) {
-  return t == CUDA_R_16BF ? "bf16" : t == CUDA_R_32F ? "fp32" : t == CUDA_R_64F ? "fp64" : "?";
+  switch (t) {
+    case CUDA_R_16BF: return "bf16";
+    case CUDA_R_16F: return "fp16";
+    case CUDA_R_8F_E4M3: return "fp8 e4m3";
+    case CUDA_R_32F: return "fp32";
+    case CUDA_R_64F: return "fp64";
+    default: return "?";
+  }
 }
+
+cudaDataType_t cuda_type(GemmType t) {
+  switch (t) {
+    case GemmType::BF16: return CUDA_R_16BF;
+    case GemmType::FP16: return CUDA_R_16F;
+    case GemmType::FP8_E4M3: return CUDA_R_8F_E4M3;
+    case GemmType::FP32: return CUDA_R_32F;
+    case GemmType::FP64: return CUDA_R_64F;
+  }
+  return CUDA_R_32F;
+}
+
+// cuBLASLt has no algorithm for these types and shape on this device (not a failure of the call).
+struct NoAlgorithm : Error {
+  using Error::Error;
+};
 
 }  // namespace
 
@@ -87,7 +110,7 @@ struct CublasLtGemm::Impl {
       cublasLtMatrixLayoutDestroy(p.layout_b);
       cublasLtMatrixLayoutDestroy(p.layout_c);
       cublasLtMatmulDescDestroy(p.desc);
-      throw Error(std::string("cuBLASLt found no algorithm for ") + type_name(in_type) + " GEMM m=" +
+      throw NoAlgorithm(std::string("cuBLASLt found no algorithm for ") + type_name(in_type) + " GEMM m=" +
                   std::to_string(m) + " n=" + std::to_string(n) + " k=" + std::to_string(k) + " (status " +
                   cublasLtGetStatusName(status) + ")");
     }
@@ -118,6 +141,23 @@ CublasLtGemm::CublasLtGemm(std::size_t workspace_bytes, bool tf32) : impl_(std::
 CublasLtGemm::~CublasLtGemm() = default;
 
 std::size_t CublasLtGemm::workspace_bytes() const { return impl_->workspace_bytes; }
+
+bool CublasLtGemm::try_matmul(GemmType in, GemmType out, const void* a, const void* b, void* c, long m, long n,
+                              long k, bool trans_a, bool trans_b, double alpha, double beta, Stream stream) {
+  if (in == GemmType::FP8_E4M3 && (trans_a || !trans_b))
+    throw UsageError("CublasLtGemm: fp8 GEMMs run only as C = A B^T (trans_a false, trans_b true)");
+  // The scale type is the accumulation's: fp64 for fp64 inputs, fp32 otherwise.
+  const float alpha32 = float(alpha), beta32 = float(beta);
+  const bool f64 = in == GemmType::FP64;
+  const void* alpha_p = f64 ? static_cast<const void*>(&alpha) : &alpha32;
+  const void* beta_p = f64 ? static_cast<const void*>(&beta) : &beta32;
+  try {
+    impl_->run(a, b, c, cuda_type(in), cuda_type(out), m, n, k, trans_a, trans_b, alpha_p, beta_p, beta != 0.0, stream);
+  } catch (const NoAlgorithm&) {
+    return false;
+  }
+  return true;
+}
 
 void CublasLtGemm::matmul(const Bf16* a, const Bf16* b, Bf16* c, int m, int n, int k, bool trans_a, bool trans_b,
                           float alpha, float beta, Stream stream) {

@@ -1,7 +1,6 @@
 #pragma once
-// The CUDA backend of the executor: one GPU per rank, GEMMs through cuBLASLt (kernels/ CublasLtGemm,
-// the one wrapper; fp32 or fp64, the
-// precisions of the model runtime), a compute and a communication stream ordered by events, and
+// The CUDA backend of the executor: one GPU per rank, GEMMs through cuBLASLt (kernels/
+// CublasLtGemm, the one wrapper; fp32 or fp64, the precisions of the model runtime), a compute and a communication stream ordered by events, and
 // NCCL communicators per process group when more than one rank is launched (unique id exchanged
 // over the MPI world; a single GPU needs neither MPI nor NCCL).
 //

@@ -1,6 +1,5 @@
 #include "executor/calibrate/cuda/cuda_calibration.hpp"
 
-#include <cublasLt.h>
 #include <cuda_runtime.h>
 #include <nccl.h>
 
@@ -79,58 +78,6 @@ std::vector<std::array<long, 3>> transformer_shapes() {
   return out;
 }
 
-// fp16 and fp8 through cuBLASLt directly ("TN" layout, which FP8 requires; cuBLAS docs,
-// cublasLtMatmul, FP8 data types); bf16 through the executor's CublasLtGemm.
-class LtTimer {
- public:
-  LtTimer() {
-    CHECK_CUBLAS(cublasLtCreate(&handle_));
-    CHECK_CUDA(cudaMalloc(&workspace_, kWorkspace));
-  }
-  ~LtTimer() {
-    cudaFree(workspace_);
-    cublasLtDestroy(handle_);
-  }
-  // nullopt when cuBLASLt has no algorithm for the types on this device.
-  std::optional<Seconds> time(cudaDataType_t ab, cudaDataType_t cd, long m, long n, long k, void* a, void* b, void* c) {
-    cublasLtMatmulDesc_t desc;
-    CHECK_CUBLAS(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-    const cublasOperation_t t = CUBLAS_OP_T, nn = CUBLAS_OP_N;
-    CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof t));
-    CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &nn, sizeof nn));
-    cublasLtMatrixLayout_t la, lb, lc;
-    CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&la, ab, k, m, k));
-    CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&lb, ab, k, n, k));
-    CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&lc, cd, m, n, m));
-    cublasLtMatmulPreference_t pref;
-    CHECK_CUBLAS(cublasLtMatmulPreferenceCreate(&pref));
-    const std::size_t ws = kWorkspace;
-    CHECK_CUBLAS(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
-    cublasLtMatmulHeuristicResult_t result{};
-    int found = 0;
-    const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(handle_, desc, la, lb, lc, lc, pref, 1, &result, &found);
-    std::optional<Seconds> out;
-    if (st == CUBLAS_STATUS_SUCCESS && found > 0) {
-      const float alpha = 1.0f, beta = 0.0f;
-      out = time_launches([&] {
-        CHECK_CUBLAS(cublasLtMatmul(handle_, desc, &alpha, a, la, b, lb, &beta, c, lc, c, lc, &result.algo, workspace_,
-                                    kWorkspace, nullptr));
-      });
-    }
-    cublasLtMatmulPreferenceDestroy(pref);
-    cublasLtMatrixLayoutDestroy(la);
-    cublasLtMatrixLayoutDestroy(lb);
-    cublasLtMatrixLayoutDestroy(lc);
-    cublasLtMatmulDescDestroy(desc);
-    return out;
-  }
-
- private:
-  static constexpr std::size_t kWorkspace = std::size_t(64) << 20;
-  cublasLtHandle_t handle_ = nullptr;
-  void* workspace_ = nullptr;
-};
-
 void measure_gemms(CudaCalibration& c, const HardwareProfile& base, int cc) {
   const auto shapes = transformer_shapes();
   long max_a = 0, max_b = 0, max_c = 0;
@@ -141,8 +88,14 @@ void measure_gemms(CudaCalibration& c, const HardwareProfile& base, int cc) {
   else c.notes.push_back("bf16/fp16 GEMMs skipped: compute capability below 8.0");
   if (cc >= 89) dtypes.push_back(Dtype::FP8);
   else c.notes.push_back("fp8 GEMMs skipped: FP8 tensor cores need compute capability 8.9 or higher");
-  cuda::CublasLtGemm bf16_gemm;
-  LtTimer lt;
+  cuda::CublasLtGemm gemm(std::size_t(64) << 20);
+  // fp16 and fp8 timed as C^T[n, m] = B[n, k] A[m, k]^T: the layout FP8 requires (cuBLASLt's
+  // "TN"), fp16 alike; bf16 as the executor runs it.
+  auto time_typed = [&](cuda::GemmType in, cuda::GemmType out_type, long m, long n, long k) -> std::optional<Seconds> {
+    auto once = [&] { return gemm.try_matmul(in, out_type, b.ptr, a.ptr, out.ptr, n, m, k, false, true, 1.0, 0.0, nullptr); };
+    if (!once()) return std::nullopt;
+    return time_launches([&] { once(); });
+  };
   for (Dtype d : dtypes) {
     if (!base.peak_flops.count(d)) {
       c.notes.push_back(to_string(d) + " GEMMs skipped: the base profile '" + base.name + "' has no peak for it");
@@ -152,12 +105,12 @@ void measure_gemms(CudaCalibration& c, const HardwareProfile& base, int cc) {
       std::optional<Seconds> t;
       if (d == Dtype::BF16) {
         t = time_launches([&] {
-          bf16_gemm.matmul(a.as<Bf16>(), b.as<Bf16>(), out.as<Bf16>(), int(m), int(n), int(k), false, false);
+          gemm.matmul(a.as<Bf16>(), b.as<Bf16>(), out.as<Bf16>(), int(m), int(n), int(k), false, false);
         });
       } else if (d == Dtype::FP16) {
-        t = lt.time(CUDA_R_16F, CUDA_R_16F, m, n, k, a.ptr, b.ptr, out.ptr);
+        t = time_typed(cuda::GemmType::FP16, cuda::GemmType::FP16, m, n, k);
       } else {
-        t = lt.time(CUDA_R_8F_E4M3, CUDA_R_16BF, m, n, k, a.ptr, b.ptr, out.ptr);
+        t = time_typed(cuda::GemmType::FP8_E4M3, cuda::GemmType::BF16, m, n, k);
       }
       if (!t) {
         c.notes.push_back(to_string(d) + " GEMM " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) +
