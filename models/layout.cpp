@@ -92,6 +92,10 @@ void validate_layout(const ModelSpec& m, const Layout& l, const Workload& w, int
     need(m.moe.num_experts % l.ep == 0, "ep divides experts", "ep=" + s(l.ep) + ", experts=" + s(m.moe.num_experts));
     need((Count(l.tp) * l.cp * l.dp) % (Count(l.ep) * l.etp) == 0, "ep*etp divides tp*cp*dp",
          "ep*etp=" + s(Count(l.ep) * l.etp) + ", tp*cp*dp=" + s(Count(l.tp) * l.cp * l.dp));
+    // Megatron-LM's arguments.py: "When using MoE and tensor parallelism, sequence parallelism
+    // must be used" (its token dispatcher routes each TP rank's own sequence shard).
+    need(w.framework != Framework::Megatron || l.tp == 1 || l.sp, "Megatron runs MoE with tp > 1 only with sp",
+         "tp=" + s(l.tp) + " without sp");
   } else {
     need(l.ep == 1 && l.etp == 1, "ep and etp are 1 for a dense model", "ep=" + s(l.ep) + ", etp=" + s(l.etp));
   }

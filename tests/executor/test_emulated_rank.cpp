@@ -99,11 +99,17 @@ TEST_CASE("emulated rank: MoE under TP needs SP (the EP peers include TP peers, 
   RunOptions opt;
   opt.steps = 1;
   opt.emulate_rank = 1;
-  try {
-    run_plan(tiny_model(true), l, tiny_workload(), opt);
-    FAIL("expected a UsageError");
-  } catch (const UsageError& e) {
-    CHECK(std::string(e.what()).find("needs sequence parallelism") != std::string::npos);
+  // Megatron refuses the layout itself; the executor refuses it for every framework.
+  for (Framework f : {Framework::Megatron, Framework::DeepSpeed}) {
+    Workload w = tiny_workload();
+    w.framework = f;
+    try {
+      run_plan(tiny_model(true), l, w, opt);
+      FAIL("expected a UsageError");
+    } catch (const UsageError& e) {
+      CHECK(std::string(e.what()).find(f == Framework::Megatron ? "only with sp" : "needs sequence parallelism") !=
+            std::string::npos);
+    }
   }
   l.sp = true;
   const RunReport r = run_plan(tiny_model(true), l, tiny_workload(), opt);

@@ -29,7 +29,7 @@ std::vector<Case> cases() {
   dense.work.seq = 4096, dense.work.global_batch = 32;
   out.push_back(dense);
   Case moe{"mixtral-8x7b", {}, {}};
-  moe.layout.dp = 4, moe.layout.tp = 2, moe.layout.pp = 2, moe.layout.ep = 4, moe.layout.zero = 1;
+  moe.layout.dp = 4, moe.layout.tp = 2, moe.layout.pp = 2, moe.layout.ep = 4, moe.layout.zero = 1, moe.layout.sp = true;
   moe.layout.recompute = Recompute::Full;
   moe.work.seq = 4096, moe.work.global_batch = 16;
   out.push_back(moe);

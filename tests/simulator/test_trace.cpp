@@ -61,7 +61,7 @@ std::vector<Case> trace_cases() {
   }
   {
     Case c{"mixtral-8x7b", {}, {}};
-    c.layout.dp = 4, c.layout.tp = 2, c.layout.pp = 2, c.layout.ep = 4, c.layout.zero = 1;
+    c.layout.dp = 4, c.layout.tp = 2, c.layout.pp = 2, c.layout.ep = 4, c.layout.zero = 1, c.layout.sp = true;
     c.layout.dp_overlap = DpOverlap::PerLayer;
     c.layout.schedule = Schedule::GPipe;
     c.work.seq = 4096, c.work.global_batch = 16;
