@@ -83,6 +83,13 @@ std::map<std::string, std::function<Case()>> cases() {
       {"recompute_full_moe_ep2_dp2", with([](Case& c) { c.layout.dp = 2; c.layout.ep = 2; c.moe = true; c.layout.recompute = Recompute::Full; })},
       {"recompute_selective_moe_ep2_dp2_cp2", with([](Case& c) {
          c.layout.dp = 2; c.layout.ep = 2; c.layout.cp = 2; c.moe = true; c.layout.recompute = Recompute::Selective; })},
+      {"moe_pp2_ep2_dp2", with([](Case& c) { c.layout.pp = 2; c.layout.dp = 2; c.layout.ep = 2; c.layout.micro_batch = 1; c.moe = true; })},
+      {"zero2_tp2_sp_dp2", with([](Case& c) { c.layout.tp = 2; c.layout.sp = true; c.layout.dp = 2; c.layout.zero = 2; })},
+      {"zero3_cp2_dp2_selective", with([](Case& c) {
+         c.layout.cp = 2; c.layout.dp = 2; c.layout.zero = 3; c.layout.micro_batch = 1; c.layout.recompute = Recompute::Selective; })},
+      {"moe_interleaved_pp2_ep2", with([](Case& c) {
+         c.layout.pp = 2; c.layout.vpp = 2; c.layout.schedule = Schedule::Interleaved; c.layout.ep = 2; c.layout.dp = 2;
+         c.layout.micro_batch = 1; c.moe = true; })},
       {"recompute_full_tp2_pp2", with([](Case& c) { c.layout.tp = 2; c.layout.pp = 2; c.layout.recompute = Recompute::Full; })},
       {"tp2_pp2_dp2", with([](Case& c) { c.layout.tp = 2; c.layout.pp = 2; c.layout.dp = 2; c.layout.micro_batch = 1; })},
       {"cp2_tp2_dp2", with([](Case& c) { c.layout.cp = 2; c.layout.tp = 2; c.layout.dp = 2; c.layout.sp = true; })},
