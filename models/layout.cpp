@@ -95,7 +95,7 @@ void validate_layout(const ModelSpec& m, const Layout& l, const Workload& w, int
     // Megatron-LM's arguments.py: "When using MoE and tensor parallelism, sequence parallelism
     // must be used" (its token dispatcher routes each TP rank's own sequence shard).
     need(w.framework != Framework::Megatron || l.tp == 1 || l.sp, "Megatron runs MoE with tp > 1 only with sp",
-         "tp=" + s(l.tp) + " without sp");
+         "tp=" + s(l.tp) + " without sp (turn sp on; DeepSpeed and torchtitan run it without)");
   } else {
     need(l.ep == 1 && l.etp == 1, "ep and etp are 1 for a dense model", "ep=" + s(l.ep) + ", etp=" + s(l.etp));
   }
