@@ -69,7 +69,7 @@ DpOps dp_ops(const ModelSpec& model, const Workload& work, const Layout& l, cons
   // and small-message penalty), left out over a group of one rank.
   auto add = [&](const char* dense_name, const char* expert_name, DpRole role, Collective c, Bytes dense, Bytes expert,
                  int n, Count per_step) {
-    const bool list = l.zero == 3 && fw.zero3_list_collectives && role != DpRole::Optimizer;
+    const bool list = l.zero == 3 && fw.zero3_list_collectives;
     if (dense > 0 && dense_group_size > 1) {
       DpOp o{collective_op(dense_name, Group::DP, c, dense / n, dense_group_size), role, false, per_step, list};
       o.op.backward = true;

@@ -61,21 +61,6 @@ struct ExecContext {
     backend->gemm(ta, tb, m, n, k, T(1), a, b, beta, c);
   }
 
-  // The ops of the TP boundaries: the all-gather entering a column-parallel GEMM (SP only), and the
-  // all-reduce (no SP) or reduce-scatter (SP) leaving a row-parallel one; in a backward list the
-  // same names stand for their backward collectives. Without SP the exit's backward is the
-  // identity and the entry's is an all-reduce, named as the block's exit (`no_sp`).
-  OpHandle tp_enter_op(OpCursor& ops, const char* allgather) const { return sp ? ops.take_collective(allgather) : OpHandle{}; }
-  OpHandle tp_exit_op(OpCursor& ops, const char* allreduce, const char* reducescatter) const {
-    return ops.take_collective(sp ? reducescatter : allreduce);
-  }
-  OpHandle tp_enter_grad_op(OpCursor& ops, const char* allgather, const char* no_sp) const {
-    return ops.take_collective(sp ? allgather : no_sp);
-  }
-  OpHandle tp_exit_grad_op(OpCursor& ops, const char* reducescatter) const {
-    return sp ? ops.take_collective(reducescatter) : OpHandle{};
-  }
-
   // Positions of the tokens held by CP rank r: chunks r and 2cp-1-r of 2cp (causal load balance).
   std::vector<int> cp_positions(int cp_rank) const {
     std::vector<int> p;

@@ -145,10 +145,16 @@ bool lists(const ProgramOpList& list, const char* name, bool backward) {
 
 template <class T>
 struct TransformerLayer<T>::Forward {
+  // A forward run over `list` (the forward, or the backward's re-run ops).
+  Forward(const ExecContext& ctx, const ProgramOpList& list, LayerSaved<T>& saved_, T* out_, MemoryCategory saved_as,
+          MemoryCategory core_as)
+      : s(saved_), out(out_), saved(saved_as), core(core_as),
+        attn_exit(lists(list, ctx.sp ? "attn_reducescatter" : "attn_allreduce", false)),
+        mlp_exit(lists(list, ctx.sp ? "mlp_reducescatter" : "mlp_allreduce", false)) {}
   LayerSaved<T>& s;
   T* out;                      // the layer output (a discarded buffer when the backward re-runs it all)
   MemoryCategory saved, core;  // what the ops keep: Activations, or Buffers when recompute drops it
-  bool attn_exit = false, mlp_exit = false;  // the list holds the row-parallel GEMMs' TP collectives
+  bool attn_exit, mlp_exit;    // the list holds the row-parallel GEMMs' TP collectives (tp > 1)
   const T* attn_in = nullptr;  // the QKV GEMMs' input: the norm output, gathered under SP
   const T* mlp_in = nullptr;
   TrackedBuffer<T> full, pre_q, pre_k, partial, scratch;
@@ -192,10 +198,8 @@ void TransformerLayer<T>::forward(const ExecContext& ctx, const T* x, T* out, La
   // the input under full, the log-sum-exp under selective) are transient buffers.
   const auto Bf = MemoryCategory::Buffers;
   const ProgramOpList& list = ctx.program->layer(moe_, true);
-  Forward f{s, out, policy == Recompute::Full ? Bf : MemoryCategory::Activations,
-            policy == Recompute::None ? MemoryCategory::Activations : Bf};
-  f.attn_exit = lists(list, ctx.sp ? "attn_reducescatter" : "attn_allreduce", false);
-  f.mlp_exit = lists(list, ctx.sp ? "mlp_reducescatter" : "mlp_allreduce", false);
+  Forward f(ctx, list, s, out, policy == Recompute::Full ? Bf : MemoryCategory::Activations,
+            policy == Recompute::None ? MemoryCategory::Activations : Bf);
   OpCursor ops(*ctx.backend, list);
   run(ctx, ops, f, nullptr);
   s.complete = true;
@@ -317,9 +321,7 @@ void TransformerLayer<T>::backward(const ExecContext& ctx, const T* dout, T* dx,
   // selective.
   TrackedBuffer<T> discard(mem, Bf, s.complete ? 0 : ctx.rows_residual * ctx.hidden);
   const Recompute policy = ctx.layout->recompute;
-  Forward f{s, discard.data(), policy == Recompute::Full ? Bf : MemoryCategory::Activations, Bf};
-  f.attn_exit = lists(list, ctx.sp ? "attn_reducescatter" : "attn_allreduce", false);
-  f.mlp_exit = lists(list, ctx.sp ? "mlp_reducescatter" : "mlp_allreduce", false);
+  Forward f(ctx, list, s, discard.data(), policy == Recompute::Full ? Bf : MemoryCategory::Activations, Bf);
   // The backward's TP collectives, where the list has them (tp > 1): the exits' (SP: the output
   // gradient's all-gather; none without SP) and the entries' (SP: reduce-scatter; all-reduce
   // without SP). Without them the handlers copy (output_grad, input_grad).
