@@ -1,15 +1,19 @@
 #pragma once
-// What the runtime asks of a device: allocation with byte accounting (MemoryTracker), GEMM, the
-// per-op wall clock, and the communicator of the world (collectives and point-to-point; the
-// process groups are split from it). The element-wise kernels are the references of kernels/ on
-// the CPU backend; a CUDA backend swaps in its own.
+// What the runtime asks of a device: memory (device_storage.hpp) with byte accounting
+// (MemoryTracker), GEMM, every other kernel of a step (device_ops.hpp), the per-op wall clock, and
+// the communicator of the world (collectives and point-to-point; the process groups are split
+// from it). Tensors stay in the backend's memory: the CPU backend's is the host's, the CUDA
+// backend's the GPU's, and the runtime reaches them only through these calls.
 #include <chrono>
 #include <map>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "common/units.hpp"
+#include "executor/backend/device_ops.hpp"
+#include "executor/backend/device_storage.hpp"
 #include "executor/comm/communicator.hpp"
 #include "executor/runtime/memory_tracker.hpp"
 
@@ -41,6 +45,15 @@ class Backend {
                     float beta, float* c) = 0;
   virtual void gemm(bool trans_a, bool trans_b, long m, long n, long k, double alpha, const double* a,
                     const double* b, double beta, double* c) = 0;
+  // The other kernels, in the runtime's precision.
+  virtual DeviceOps<float>& ops_float() = 0;
+  virtual DeviceOps<double>& ops_double() = 0;
+  template <class T>
+  DeviceOps<T>& ops() {
+    if constexpr (std::is_same_v<T, float>) return ops_float();
+    else return ops_double();
+  }
+  DeviceStorage& storage() { return memory_.storage(); }
 
   // Called by ScopedOpTimer around each op, so that a backend tracing device activity (CUDA with
   // CUPTI) can attribute what the op launches to it. No-ops by default.
@@ -59,7 +72,10 @@ class Backend {
   std::vector<Seconds>& inner_time() { return inner_time_; }
 
  protected:
-  explicit Backend(std::unique_ptr<Communicator> world) : world_(std::move(world)) {}
+  // storage: where the tensors live (null: host memory); it must outlive the backend's tensors.
+  explicit Backend(std::unique_ptr<Communicator> world, DeviceStorage* storage = nullptr) : world_(std::move(world)) {
+    if (storage) memory_.set_storage(storage);
+  }
 
  private:
   MemoryTracker memory_;

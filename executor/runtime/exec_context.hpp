@@ -37,6 +37,15 @@ struct ExecContext {
   std::vector<int> positions;  // [rows]: sequence position of each local row
 
   MemoryTracker* memory() const { return &backend->memory(); }
+  // The backend's kernels, and a copy between two of its buffers (tensors live in its memory).
+  template <class T>
+  DeviceOps<T>& ops() const {
+    return backend->ops<T>();
+  }
+  template <class T>
+  void copy(T* dst, const T* src, long n) const {
+    backend->storage().copy(dst, src, std::size_t(n) * sizeof(T));
+  }
 
   // A parameter group's ZeRO-3 gather and its gradient reduction (ZeRO-2/3 after each backward),
   // timed under the program's DP ops.
@@ -79,7 +88,7 @@ struct ExecContext {
   void enter_tp_forward(const OpHandle& op, const T* in, T* out) const {  // [rows_residual, H] -> [rows, H]
     OpScope timer(op);
     if (sp) tp().all_gather(in, out, rows_residual * hidden, elem_type_of<T>());
-    else std::copy_n(in, rows * hidden, out);
+    else copy(out, in, rows * hidden);
   }
   template <class T>
   void enter_tp_backward(const OpHandle& op, T* grad_full, T* out) const {  // [rows, H] partial -> [rows_residual, H]
@@ -88,7 +97,7 @@ struct ExecContext {
       tp().reduce_scatter(grad_full, out, rows_residual * hidden, elem_type_of<T>());
     } else {
       tp().all_reduce_sum(grad_full, rows * hidden);
-      std::copy_n(grad_full, rows * hidden, out);
+      copy(out, grad_full, rows * hidden);
     }
   }
   template <class T>

@@ -1,10 +1,39 @@
 #include "executor/runtime/memory_tracker.hpp"
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <new>
 
 #include "common/error.hpp"
 
 namespace sixfold {
+
+namespace {
+class HostStorage : public DeviceStorage {
+ public:
+  void* allocate(std::size_t bytes) override {
+    if (bytes == 0) return nullptr;
+    void* p = std::calloc(1, bytes);
+    if (!p) throw std::bad_alloc();
+    return p;
+  }
+  void release(void* pointer, std::size_t) noexcept override { std::free(pointer); }
+  void upload(void* dst, const void* src, std::size_t bytes) override { copy(dst, src, bytes); }
+  void download(void* dst, const void* src, std::size_t bytes) override { copy(dst, src, bytes); }
+  void copy(void* dst, const void* src, std::size_t bytes) override {
+    if (bytes > 0) std::memmove(dst, src, bytes);
+  }
+  void zero(void* dst, std::size_t bytes) override {
+    if (bytes > 0) std::memset(dst, 0, bytes);
+  }
+};
+}  // namespace
+
+DeviceStorage& host_storage() {
+  static HostStorage storage;
+  return storage;
+}
 
 std::string to_string(MemoryCategory c) {
   switch (c) {

@@ -7,8 +7,6 @@
 #include "executor/runtime/synthetic_data.hpp"
 #include "models/pipeline_schedule.hpp"
 #include "simulator/memory_model.hpp"
-#include "kernels/cross_entropy_ref.hpp"
-#include "kernels/norm_ref.hpp"
 
 namespace sixfold {
 
@@ -114,19 +112,19 @@ ModelRuntime<T>::ModelRuntime(const ModelSpec& model, const Layout& layout, cons
   };
   const bool has_first = chunks_.front()->first, has_last = chunks_.back()->last;
   if (has_first) {
-    embedding_ = std::make_unique<ParamGroup<T>>("embedding", layout.zero, groups.dp_cp.get(), ctx_.memory());
+    embedding_ = std::make_unique<ParamGroup<T>>("embedding", layout.zero, groups.dp_cp.get(), backend);
     embedding_w_ = embedding_->add("embedding.weight", vocab_rows("embedding.weight"), false);
     embedding_->finalize();
   }
   if (has_last) {
-    final_norm_ = std::make_unique<ParamGroup<T>>("final_norm", layout.zero, groups.dp_cp.get(), ctx_.memory());
+    final_norm_ = std::make_unique<ParamGroup<T>>("final_norm", layout.zero, groups.dp_cp.get(), backend);
     final_norm_w_ = final_norm_->add("final_norm.weight", std::vector<double>(H, 1.0), ctx_.sp);
     if (model.norm == NormKind::LayerNorm) final_norm_b_ = final_norm_->add("final_norm.bias", std::vector<double>(H, 0.0), ctx_.sp);
     final_norm_->finalize();
     if (!(model.tied_embeddings && has_first)) {
       // Tied embeddings on another stage: an identical copy whose gradient is summed with the
       // first stage's (Megatron's embedding group).
-      head_ = std::make_unique<ParamGroup<T>>("lm_head", layout.zero, groups.dp_cp.get(), ctx_.memory());
+      head_ = std::make_unique<ParamGroup<T>>("lm_head", layout.zero, groups.dp_cp.get(), backend);
       const std::string name = model.tied_embeddings ? "embedding.weight" : "lm_head.weight";
       head_w_ = head_->add(name, vocab_rows(name), false);
       head_->finalize();
@@ -296,11 +294,8 @@ void ModelRuntime<T>::embedding_forward(MicroBatchState& mb, T* out) {
     if (named(op, "embedding")) {
       ctx_.acquire_weights(embedding_.get());
       OpScope timer(ops.take(op.name));
-      const T* table = embedding_->weight(embedding_w_);
-      for (long r = 0; r < N; ++r) {
-        const long local = mb.tokens[r] - ctx_.vocab_start;
-        if (local >= 0 && local < ctx_.vocab_local) std::copy_n(table + local * H, H, full.data() + r * H);
-      }
+      ctx_.ops<T>().embedding_forward(embedding_->weight(embedding_w_), mb.tokens.data(), N, ctx_.vocab_start,
+                                      ctx_.vocab_local, H, full.data());
       embedding_->release_weights();
     } else if (named(op, "embed_allreduce") || named(op, "embed_reducescatter")) {
       // Vocab-parallel: each TP rank contributed its rows.
@@ -326,12 +321,8 @@ void ModelRuntime<T>::embedding_backward(MicroBatchState& mb, const T* dout) {
       embedding_->acquire_grads();
       {
         OpScope timer(ops.take(op.name));
-        T* grad = embedding_->grad(embedding_w_);
-        for (long r = 0; r < N; ++r) {
-          const long local = mb.tokens[r] - ctx_.vocab_start;
-          if (local < 0 || local >= ctx_.vocab_local) continue;
-          for (long i = 0; i < H; ++i) grad[local * H + i] += full[r * H + i];
-        }
+        ctx_.ops<T>().embedding_backward(full.data(), mb.tokens.data(), N, ctx_.vocab_start, ctx_.vocab_local, H,
+                                         embedding_->grad(embedding_w_));
       }
       ctx_.release_grads(embedding_.get(), nullptr);
     }
@@ -354,7 +345,7 @@ double ModelRuntime<T>::head_forward(MicroBatchState& mb, const T* x) {
   walk(ops, [&](const Op& op) {
     if (named(op, "final_norm")) {
       mb.head_in.reset(mem, A, Nr * H);
-      std::copy_n(x, Nr * H, mb.head_in.data());
+      ctx_.copy(mb.head_in.data(), x, Nr * H);
       mb.head_normed.reset(mem, A, Nr * H);
       mb.norm_mean.reset(mem, A, model_.norm == NormKind::LayerNorm ? Nr : 0);
       mb.norm_rstd.reset(mem, A, Nr);
@@ -362,11 +353,11 @@ double ModelRuntime<T>::head_forward(MicroBatchState& mb, const T* x) {
       {
         OpScope timer(ops.take(op.name));
         if (model_.norm == NormKind::LayerNorm)
-          layernorm_forward_ref(x, final_norm_->weight(final_norm_w_), final_norm_->weight(final_norm_b_),
+          ctx_.ops<T>().layernorm_forward(x, final_norm_->weight(final_norm_w_), final_norm_->weight(final_norm_b_),
                                 mb.head_normed.data(), mb.norm_mean.data(), mb.norm_rstd.data(), int(Nr), int(H),
                                 T(ctx_.norm_eps));
         else
-          rmsnorm_forward_ref(x, final_norm_->weight(final_norm_w_), mb.head_normed.data(), mb.norm_rstd.data(), int(Nr),
+          ctx_.ops<T>().rmsnorm_forward(x, final_norm_->weight(final_norm_w_), mb.head_normed.data(), mb.norm_rstd.data(), int(Nr),
                               int(H), T(ctx_.norm_eps));
       }
       final_norm_->release_weights();
@@ -387,27 +378,27 @@ double ModelRuntime<T>::head_forward(MicroBatchState& mb, const T* x) {
       OpScope timer(loss_op);
       Communicator& tp = ctx_.tp();
       TrackedBuffer<T> row_max(mem, Bf, N), row_sumexp(mem, Bf, N), target(mem, Bf, N);
-      logits_rowmax_ref(logits.data(), row_max.data(), int(N), int(Vl));
+      DeviceOps<T>& ops = ctx_.ops<T>();
+      ops.logits_rowmax(logits.data(), row_max.data(), int(N), int(Vl));
       {
         OpScope reducing(reduce);
         tp.all_reduce_max(row_max.data(), N);
       }
-      logits_sumexp_ref(logits.data(), row_max.data(), row_sumexp.data(), int(N), int(Vl));
+      ops.logits_sumexp(logits.data(), row_max.data(), row_sumexp.data(), int(N), int(Vl));
       {
         OpScope reducing(reduce);
         tp.all_reduce_sum(row_sumexp.data(), N);
       }
-      target_logit_ref(logits.data(), mb.targets.data(), int(ctx_.vocab_start), target.data(), int(N), int(Vl));
+      ops.target_logit(logits.data(), mb.targets.data(), int(ctx_.vocab_start), target.data(), int(N), int(Vl));
       {
         OpScope reducing(reduce);
         tp.all_reduce_sum(target.data(), N);
       }
       mb.softmax.reset(mem, A, N * Vl);
-      for (long r = 0; r < N; ++r) {
-        const double max = row_max[r], inv_sum = 1.0 / double(row_sumexp[r]);
-        for (long v = 0; v < Vl; ++v) mb.softmax[r * Vl + v] = T(std::exp(double(logits[r * Vl + v]) - max) * inv_sum);
-      }
-      for (long r = 0; r < N; ++r) loss += std::log(double(row_sumexp[r])) + row_max[r] - target[r];
+      ops.softmax(logits.data(), row_max.data(), row_sumexp.data(), mb.softmax.data(), int(N), int(Vl));
+      // The loss itself from the rows' statistics, read back to the host (N values each).
+      const std::vector<T> max_h = row_max.to_host(), sumexp_h = row_sumexp.to_host(), target_h = target.to_host();
+      for (long r = 0; r < N; ++r) loss += std::log(double(sumexp_h[r])) + max_h[r] - target_h[r];
     }
   });
   return ctx_.groups->me.tp == 0 ? loss : 0.0;  // every TP rank holds the same loss; count it once
@@ -452,11 +443,8 @@ void ModelRuntime<T>::head_backward(MicroBatchState& mb, T* dx) {
       OpScope timer(ops.take(op.name));
       dlogits.reset(mem, Bf, N * Vl);
       const T dloss = T(1.0 / (double(work_.global_batch) * double(work_.seq)));
-      for (long r = 0; r < N; ++r) {
-        for (long v = 0; v < Vl; ++v) dlogits[r * Vl + v] = mb.softmax[r * Vl + v] * dloss;
-        const long local = mb.targets[r] - ctx_.vocab_start;
-        if (local >= 0 && local < Vl) dlogits[r * Vl + local] -= dloss;
-      }
+      ctx_.ops<T>().softmax_cross_entropy_backward(mb.softmax.data(), mb.targets.data(), int(ctx_.vocab_start), dloss,
+                                                   dlogits.data(), int(N), int(Vl));
       mb.softmax.free();
     } else if (named(op, "lm_head") && !op.weight_grad) {
       hold_head();
@@ -484,11 +472,11 @@ void ModelRuntime<T>::head_backward(MicroBatchState& mb, T* dx) {
       {
         OpScope timer(ops.take(op.name));
         if (model_.norm == NormKind::LayerNorm)
-          layernorm_backward_ref(dnormed.data(), mb.head_in.data(), final_norm_->weight(final_norm_w_), mb.norm_mean.data(),
+          ctx_.ops<T>().layernorm_backward(dnormed.data(), mb.head_in.data(), final_norm_->weight(final_norm_w_), mb.norm_mean.data(),
                                  mb.norm_rstd.data(), dx, final_norm_->grad(final_norm_w_), final_norm_->grad(final_norm_b_),
                                  int(Nr), int(H));
         else
-          rmsnorm_backward_ref(dnormed.data(), mb.head_in.data(), final_norm_->weight(final_norm_w_), mb.norm_rstd.data(),
+          ctx_.ops<T>().rmsnorm_backward(dnormed.data(), mb.head_in.data(), final_norm_->weight(final_norm_w_), mb.norm_rstd.data(),
                                dx, final_norm_->grad(final_norm_w_), int(Nr), int(H));
       }
       ctx_.release_grads(final_norm_.get(), ctx_.sp ? &ctx_.tp() : nullptr);

@@ -2,7 +2,8 @@
 
 #include <string_view>
 
-#include "kernels/activation_ref.hpp"
+#include <numeric>
+
 #include "kernels/moe_ref.hpp"
 
 namespace sixfold {
@@ -39,9 +40,21 @@ void exchange_rows(const ExecContext& ctx, const T* send, const std::vector<long
 
 // The expert activation before its routing-probability weight: SwiGLU(gate, up) or GELU(gate).
 template <class T>
-void unweighted_activation(const ExpertShape& s, const T* gate, const T* up, T* out, long n) {
-  if (s.swiglu) swiglu_forward_ref(gate, up, out, n);
-  else gelu_forward_ref(gate, out, n);
+void unweighted_activation(DeviceOps<T>& ops, const ExpertShape& s, const T* gate, const T* up, T* out, long n) {
+  if (s.swiglu) ops.swiglu_forward(gate, up, out, n);
+  else ops.gelu_forward(gate, out, n);
+}
+
+// Row indices of the (token, choice) assignments: their token (a / k), and themselves.
+std::vector<int> token_of_assignment(long assignments, int k) {
+  std::vector<int> t(assignments);
+  for (long a = 0; a < assignments; ++a) t[a] = int(a / k);
+  return t;
+}
+std::vector<int> identity(long n) {
+  std::vector<int> i(n);
+  std::iota(i.begin(), i.end(), 0);
+  return i;
 }
 
 }  // namespace
@@ -169,13 +182,14 @@ bool MoeBlock<T>::forward_op(OpCursor& ops, const Op& op) {
     saved.gate_weight.reset(mem, p.cat, assignments);
     p.permuted.reset(mem, MemoryCategory::Buffers, assignments * H);
     p.permuted_prob.reset(mem, MemoryCategory::Buffers, assignments);
-    topk_router_ref(p.logits.data(), int(p.rows), s.experts, s.k, saved.expert_index.data(), saved.gate_weight.data());
+    DeviceOps<T>& ops = ctx.ops<T>();
+    ops.topk_router(p.logits.data(), int(p.rows), s.experts, s.k, saved.expert_index.data(), saved.gate_weight.data());
+    // The expert choices are the host's (it sizes the all-to-alls); the rows move on the device.
     moe_permute_indices_ref(saved.expert_index.data(), int(p.rows), s.k, s.experts, saved.slot.data(),
                             saved.tokens_per_expert.data());
-    for (long a = 0; a < assignments; ++a) {
-      std::copy_n(p.x + (a / s.k) * H, H, p.permuted.data() + saved.slot[a] * H);
-      p.permuted_prob[saved.slot[a]] = saved.gate_weight[a];
-    }
+    ops.copy_rows(p.x, token_of_assignment(assignments, s.k).data(), p.permuted.data(), saved.slot.data(), assignments, H);
+    ops.copy_rows(saved.gate_weight.data(), identity(assignments).data(), p.permuted_prob.data(), saved.slot.data(),
+                  assignments, 1);
     p.logits.free();
     // Row counts per EP peer.
     saved.send_rows.assign(s.ep, 0);
@@ -198,10 +212,9 @@ bool MoeBlock<T>::forward_op(OpCursor& ops, const Op& op) {
     OpScope timer(ops.take(op.name));
     p.for_each_block([&](int, long row, long n) {
       T* act = saved.expert_act.data() + row * F;
-      unweighted_activation(s, saved.expert_gate.data() + row * F, s.swiglu ? saved.expert_up.data() + row * F : nullptr,
-                            act, n * F);
-      for (long r = 0; r < n; ++r)
-        for (long f = 0; f < F; ++f) act[r * F + f] *= saved.expert_prob[row + r];
+      unweighted_activation(ctx.ops<T>(), s, saved.expert_gate.data() + row * F,
+                            s.swiglu ? saved.expert_up.data() + row * F : nullptr, act, n * F);
+      ctx.ops<T>().scale_rows(act, saved.expert_prob.data() + row, n, F);
     });
   } else if (name == "expert_down") {
     const OpHandle down = ops.take(op.name);
@@ -215,14 +228,7 @@ bool MoeBlock<T>::forward_op(OpCursor& ops, const Op& op) {
   } else if (name == "moe_unpermute") {
     if (!p.combined_ready) p.combine(OpHandle{});  // ep = 1
     OpScope timer(ops.take(op.name));
-    for (long t = 0; t < p.rows; ++t) {
-      T* o = p.out + t * H;
-      std::fill(o, o + H, T(0));
-      for (int c = 0; c < s.k; ++c) {
-        const T* y = p.combined.data() + saved.slot[t * s.k + c] * H;
-        for (long i = 0; i < H; ++i) o[i] += y[i];
-      }
-    }
+    ctx.ops<T>().sum_rows(p.combined.data(), saved.slot.data(), p.rows, s.k, H, p.out);
     p.combined.free();
   } else {
     return false;
@@ -247,7 +253,8 @@ bool MoeBlock<T>::backward_op(OpCursor& ops, const Op& op) {
     // The combine summed the expert outputs: each copy of a token's row gets the token's gradient.
     OpScope timer(ops.take(op.name));
     p.d_rows.reset(mem, Bf, assignments * H);
-    for (long a = 0; a < assignments; ++a) std::copy_n(p.dout + (a / s.k) * H, H, p.d_rows.data() + saved.slot[a] * H);
+    ctx.ops<T>().copy_rows(p.dout, token_of_assignment(assignments, s.k).data(), p.d_rows.data(), saved.slot.data(),
+                           assignments, H);
   } else if (name == "ep_combine") {
     p.combine_backward(ops.take(op.name));
   } else if (name == "expert_down") {
@@ -277,18 +284,12 @@ bool MoeBlock<T>::backward_op(OpCursor& ops, const Op& op) {
       T* au = p.act_u.data() + row * F;
       const T* gate = saved.expert_gate.data() + row * F;
       const T* up = s.swiglu ? saved.expert_up.data() + row * F : nullptr;
-      unweighted_activation(s, gate, up, au, n * F);
-      for (long r = 0; r < n; ++r) {
-        double dot = 0;
-        const T prob = saved.expert_prob[row + r];
-        for (long f = 0; f < F; ++f) {
-          dot += double(da[r * F + f]) * au[r * F + f];
-          da[r * F + f] *= prob;
-        }
-        p.d_prob[row + r] = T(dot);
-      }
-      if (s.swiglu) swiglu_backward_ref(da, gate, up, p.d_gate.data() + row * F, p.d_up.data() + row * F, n * F);
-      else gelu_backward_ref(da, gate, p.d_gate.data() + row * F, n * F);
+      DeviceOps<T>& ops = ctx.ops<T>();
+      unweighted_activation(ops, s, gate, up, au, n * F);
+      ops.row_dot(da, au, p.d_prob.data() + row, n, F);
+      ops.scale_rows(da, saved.expert_prob.data() + row, n, F);
+      if (s.swiglu) ops.swiglu_backward(da, gate, up, p.d_gate.data() + row * F, p.d_up.data() + row * F, n * F);
+      else ops.gelu_backward(da, gate, p.d_gate.data() + row * F, n * F);
     });
     p.act_u.free();
     p.d_act.free();
@@ -315,14 +316,10 @@ bool MoeBlock<T>::backward_op(OpCursor& ops, const Op& op) {
     OpScope timer(ops.take(op.name));
     TrackedBuffer<T> dgate(mem, Bf, assignments);
     p.dlogits.reset(mem, Bf, p.rows * s.experts);
-    for (long a = 0; a < assignments; ++a) dgate[a] = p.d_prob_rows[saved.slot[a]];
-    for (long t = 0; t < p.rows; ++t) std::fill(p.dx + t * H, p.dx + (t + 1) * H, T(0));
-    for (long a = 0; a < assignments; ++a) {
-      const T* dr = p.d_rows.data() + saved.slot[a] * H;
-      T* d = p.dx + (a / s.k) * H;
-      for (long i = 0; i < H; ++i) d[i] += dr[i];
-    }
-    topk_router_backward_ref(dgate.data(), saved.expert_index.data(), saved.gate_weight.data(), p.dlogits.data(),
+    DeviceOps<T>& ops = ctx.ops<T>();
+    ops.copy_rows(p.d_prob_rows.data(), saved.slot.data(), dgate.data(), identity(assignments).data(), assignments, 1);
+    ops.sum_rows(p.d_rows.data(), saved.slot.data(), p.rows, s.k, H, p.dx);
+    ops.topk_router_backward(dgate.data(), saved.expert_index.data(), saved.gate_weight.data(), p.dlogits.data(),
                              int(p.rows), s.experts, s.k);
   } else if (name == "router") {
     if (!wg) ctx.gemm(ops.take(op.name), false, true, p.rows, H, s.experts, p.dlogits.data(), p.w.router, T(1), p.dx);

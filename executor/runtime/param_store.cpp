@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "common/error.hpp"
-#include "kernels/adamw_ref.hpp"
 
 namespace sixfold {
 
@@ -27,13 +26,10 @@ void ParamGroup<T>::finalize() {
   std::vector<double> values = std::move(init_);
   values.resize(padded_, 0.0);
   const long shard = shard_size(), off = shard_offset();
-  if (zero_ >= 3) {
-    weights_.reset(memory_, MemoryCategory::Weights, shard);
-    for (long i = 0; i < shard; ++i) weights_[i] = T(values[off + i]);
-  } else {
-    weights_.reset(memory_, MemoryCategory::Weights, padded_);
-    for (long i = 0; i < padded_; ++i) weights_[i] = T(values[i]);
-  }
+  const long first = zero_ >= 3 ? off : 0, held = zero_ >= 3 ? shard : padded_;
+  const std::vector<T> mine(values.begin() + first, values.begin() + first + held);
+  weights_.reset(memory_, MemoryCategory::Weights, held);
+  weights_.upload(mine.data(), held);
   grads_.reset(memory_, MemoryCategory::Gradients, zero_ >= 2 ? shard : padded_);
   adam_m_.reset(memory_, MemoryCategory::Optimizer, zero_ >= 1 ? shard : padded_);
   adam_v_.reset(memory_, MemoryCategory::Optimizer, zero_ >= 1 ? shard : padded_);
@@ -90,7 +86,7 @@ void ParamGroup<T>::release_grads(Communicator* tp) {
       if (t.tp_partial_grad) tp->all_reduce_sum(full_grad_.data() + t.offset, t.numel);
   TrackedBuffer<T> shard(memory_, MemoryCategory::Buffers, shard_size());
   shard_group_->reduce_scatter(full_grad_.data(), shard.data(), shard_size(), elem_type_of<T>());
-  for (long i = 0; i < shard_size(); ++i) grads_[i] += shard[i];
+  ops_->add(grads_.data(), shard.data(), shard_size());
   full_grad_.free();
 }
 
@@ -127,14 +123,14 @@ void ParamGroup<T>::all_reduce_grads_over(Communicator& group) {
 template <class T>
 void ParamGroup<T>::optimizer_step(double lr, double beta1, double beta2, double eps, double weight_decay, long step) {
   if (zero_ == 0) {
-    adamw_ref(weights_.data(), grads_.data(), adam_m_.data(), adam_v_.data(), padded_, lr, beta1, beta2, eps,
+    ops_->adamw(weights_.data(), grads_.data(), adam_m_.data(), adam_v_.data(), padded_, lr, beta1, beta2, eps,
               weight_decay, step);
     return;
   }
   const long shard = shard_size(), off = shard_offset();
   T* w = zero_ >= 3 ? weights_.data() : weights_.data() + off;
   const T* g = zero_ >= 2 ? grads_.data() : grads_.data() + off;
-  adamw_ref(w, g, adam_m_.data(), adam_v_.data(), shard, lr, beta1, beta2, eps, weight_decay, step);
+  ops_->adamw(w, g, adam_m_.data(), adam_v_.data(), shard, lr, beta1, beta2, eps, weight_decay, step);
 }
 
 template <class T>
@@ -142,7 +138,7 @@ void ParamGroup<T>::gather_updated_weights() {
   if (zero_ == 0 || zero_ >= 3) return;
   const long shard = shard_size();
   TrackedBuffer<T> mine(memory_, MemoryCategory::Buffers, shard);
-  std::copy_n(weights_.data() + shard_offset(), shard, mine.data());
+  memory_->storage().copy(mine.data(), weights_.data() + shard_offset(), std::size_t(shard) * sizeof(T));
   shard_group_->all_gather(mine.data(), weights_.data(), shard, elem_type_of<T>());
 }
 
@@ -153,9 +149,7 @@ void ParamGroup<T>::zero_grads() {
 
 template <class T>
 double ParamGroup<T>::weight_checksum() {
-  double s = 0;
-  for (long i = 0; i < weights_.size(); ++i) s += double(weights_[i]) * weights_[i];
-  return s;
+  return ops_->sum_squares(weights_.data(), weights_.size());
 }
 
 template class ParamGroup<float>;

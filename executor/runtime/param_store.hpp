@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "executor/backend/backend.hpp"
 #include "executor/comm/communicator.hpp"
 #include "executor/runtime/memory_tracker.hpp"
 
@@ -27,8 +28,10 @@ template <class T>
 class ParamGroup {
  public:
   // expert: a layer's local experts, sharded and reduced over the expert-data group.
-  ParamGroup(std::string name, int zero, Communicator* shard_group, MemoryTracker* memory, bool expert = false)
-      : name_(std::move(name)), zero_(zero), shard_group_(shard_group), memory_(memory), expert_(expert) {}
+  // Its tensors live in the backend's memory and are updated by its kernels.
+  ParamGroup(std::string name, int zero, Communicator* shard_group, Backend& backend, bool expert = false)
+      : name_(std::move(name)), zero_(zero), shard_group_(shard_group), memory_(&backend.memory()),
+        ops_(&backend.ops<T>()), expert_(expert) {}
 
   // Adds a tensor with its initial local values (the TP/EP slice of this rank). Returns its index.
   int add(const std::string& name, const std::vector<double>& init, bool tp_partial_grad);
@@ -44,7 +47,8 @@ class ParamGroup {
   Communicator& shard_group() { return *shard_group_; }
   bool has_tp_partial() const;
 
-  // Full weights of this rank's tensor; under zero 3 only between acquire and release.
+  // Full weights of this rank's tensor (in the backend's memory); under zero 3 only between
+  // acquire and release.
   const T* weight(int tensor) const;
   T* mutable_weight(int tensor);
   // Full gradient of a tensor to accumulate into; under zero >= 2 only between acquire and release.
@@ -79,6 +83,7 @@ class ParamGroup {
   int zero_;
   Communicator* shard_group_;
   MemoryTracker* memory_;
+  DeviceOps<T>* ops_;
   bool expert_ = false;
   std::vector<TensorSlot> tensors_;
   std::vector<double> init_;  // released after finalize

@@ -2,7 +2,6 @@
 
 #include <cmath>
 
-#include "kernels/attention_ref.hpp"
 
 namespace sixfold {
 
@@ -29,9 +28,10 @@ void ring_attention_forward(const ExecContext& ctx, const OpHandle& attention, c
   const long kv_numel = ctx.rows * kvl * d;
   const T scale = T(1.0 / std::sqrt(double(d)));
   // kv = [k | v] travels the ring.
+  DeviceOps<T>& ops = ctx.ops<T>();
   TrackedBuffer<T> kv(ctx.memory(), MemoryCategory::Buffers, 2 * kv_numel), incoming;
-  std::copy_n(k, kv_numel, kv.data());
-  std::copy_n(v, kv_numel, kv.data() + kv_numel);
+  ctx.copy(kv.data(), k, kv_numel);
+  ctx.copy(kv.data() + kv_numel, v, kv_numel);
   if (cp > 1) incoming.reset(ctx.memory(), MemoryCategory::Buffers, 2 * kv_numel);
   TrackedBuffer<T> part, part_lse;
   if (cp > 1) {
@@ -47,9 +47,9 @@ void ring_attention_forward(const ExecContext& ctx, const OpHandle& attention, c
       const long qo = long(b) * S * hl * d, ko = long(b) * S * kvl * d, lo = long(b) * hl * S;
       T* o = step == 0 ? out + qo : part.data() + qo;
       T* l = step == 0 ? lse + lo : part_lse.data() + lo;
-      attention_forward_ref(q + qo, kv.data() + ko, kv.data() + kv_numel + ko, o, l, q_pos.data(), k_pos.data(), S, S,
+      ops.attention_forward(q + qo, kv.data() + ko, kv.data() + kv_numel + ko, o, l, q_pos.data(), k_pos.data(), S, S,
                             hl, kvl, d, scale);
-      if (step > 0) merge_attention_partial_ref(out + qo, lse + lo, o, l, S, hl, d);
+      if (step > 0) ops.merge_attention_partial(out + qo, lse + lo, o, l, S, hl, d);
     }
     if (step + 1 < cp) ring_shift(ctx, exchange, kv, incoming, kForwardTag);
   }
@@ -63,12 +63,13 @@ void ring_attention_backward(const ExecContext& ctx, const OpHandle& attention, 
   const long kv_numel = ctx.rows * kvl * d, q_numel = ctx.rows * hl * d;
   const T scale = T(1.0 / std::sqrt(double(d)));
   // [k | v | dk | dv] travels the ring; after cp shifts the gradients are back with their owner.
+  DeviceOps<T>& ops = ctx.ops<T>();
   TrackedBuffer<T> buf(ctx.memory(), MemoryCategory::Buffers, 4 * kv_numel), incoming;
-  std::copy_n(k, kv_numel, buf.data());
-  std::copy_n(v, kv_numel, buf.data() + kv_numel);
+  ctx.copy(buf.data(), k, kv_numel);
+  ctx.copy(buf.data() + kv_numel, v, kv_numel);
   if (cp > 1) incoming.reset(ctx.memory(), MemoryCategory::Buffers, 4 * kv_numel);
   TrackedBuffer<T> dq_part(ctx.memory(), MemoryCategory::Buffers, q_numel);
-  for (long i = 0; i < q_numel; ++i) dq[i] = T(0);
+  ctx.backend->storage().zero(dq, std::size_t(q_numel) * sizeof(T));
   const std::vector<int> q_pos = ctx.cp_positions(me);
   for (int step = 0; step < cp; ++step) {
     const int source = (me - step + cp) % cp;
@@ -81,15 +82,15 @@ void ring_attention_backward(const ExecContext& ctx, const OpHandle& attention, 
       T* dvb = dkb + kv_numel;
       for (int b = 0; b < ctx.micro_batch; ++b) {
         const long qo = long(b) * S * hl * d, ko = long(b) * S * kvl * d, lo = long(b) * hl * S;
-        attention_backward_ref(dout + qo, q + qo, kb + ko, vb + ko, out + qo, lse + lo, dq_part.data() + qo, dkb + ko,
+        ops.attention_backward(dout + qo, q + qo, kb + ko, vb + ko, out + qo, lse + lo, dq_part.data() + qo, dkb + ko,
                                dvb + ko, q_pos.data(), k_pos.data(), S, S, hl, kvl, d, scale);
       }
-      for (long i = 0; i < q_numel; ++i) dq[i] += dq_part[i];
+      ops.add(dq, dq_part.data(), q_numel);
     }
     if (cp > 1) ring_shift(ctx, exchange, buf, incoming, kBackwardTag);
   }
-  std::copy_n(buf.data() + 2 * kv_numel, kv_numel, dk);
-  std::copy_n(buf.data() + 3 * kv_numel, kv_numel, dv);
+  ctx.copy(dk, buf.data() + 2 * kv_numel, kv_numel);
+  ctx.copy(dv, buf.data() + 3 * kv_numel, kv_numel);
 }
 
 template void ring_attention_forward<float>(const ExecContext&, const OpHandle&, const OpHandle&, const float*, const float*, const float*, float*,

@@ -8,19 +8,11 @@
 #include "common/error.hpp"
 #include "executor/runtime/param_init.hpp"
 #include "executor/runtime/ring_attention.hpp"
-#include "kernels/activation_ref.hpp"
-#include "kernels/norm_ref.hpp"
-#include "kernels/rope_ref.hpp"
 
 namespace sixfold {
 
 namespace {
 constexpr double kInitStd = 0.02;  // GPT-2 / Megatron init_method_std
-
-template <class T>
-void add_into(T* dst, const T* src, long n) {
-  for (long i = 0; i < n; ++i) dst[i] += src[i];
-}
 }  // namespace
 
 template <class T>
@@ -33,7 +25,7 @@ TransformerLayer<T>::TransformerLayer(const ExecContext& ctx, int layer, std::ui
   const long H = ctx.hidden, d = ctx.head_dim, hl = ctx.heads_local, kvl = ctx.kv_heads_local;
   const std::string p = "layer" + std::to_string(layer) + ".";
   const double out_std = kInitStd / std::sqrt(2.0 * m.layers);
-  params_ = std::make_unique<ParamGroup<T>>(p + "dense", ctx.layout->zero, ctx.groups->dp_cp.get(), ctx.memory());
+  params_ = std::make_unique<ParamGroup<T>>(p + "dense", ctx.layout->zero, ctx.groups->dp_cp.get(), *ctx.backend);
   auto& g = *params_;
   const std::vector<double> ones(H, 1.0), zeros(H, 0.0);
   auto column_slice = [&](const std::string& name, long in, long out, long shard, double stddev) {
@@ -59,7 +51,7 @@ TransformerLayer<T>::TransformerLayer(const ExecContext& ctx, int layer, std::ui
     const int E = m.moe.num_experts, local = E / ctx.layout->ep;
     const long F = m.moe.expert_ffn;
     router_ = g.add(p + "router", normal_tensor(p + "router", seed, H, E, kInitStd), ctx.sp);
-    experts_ = std::make_unique<ParamGroup<T>>(p + "experts", ctx.layout->zero, ctx.groups->expert_dp.get(), ctx.memory(),
+    experts_ = std::make_unique<ParamGroup<T>>(p + "experts", ctx.layout->zero, ctx.groups->expert_dp.get(), *ctx.backend,
                                                true);
     // Every replica of an expert is in its expert-data group (the experts' mesh: TP peers too, when
     // they hold the same experts), so its gradient needs no sum over TP.
@@ -103,10 +95,10 @@ void TransformerLayer<T>::norm_forward(const ExecContext& ctx, const OpHandle& o
                                        T* mean, T* rstd, long rows) {
   OpScope timer(op);
   if (layernorm_)
-    layernorm_forward_ref(in, params_->weight(w), params_->weight(b), out, mean, rstd, int(rows), int(ctx.hidden),
-                          T(ctx.norm_eps));
+    ctx.ops<T>().layernorm_forward(in, params_->weight(w), params_->weight(b), out, mean, rstd, int(rows),
+                                   int(ctx.hidden), T(ctx.norm_eps));
   else
-    rmsnorm_forward_ref(in, params_->weight(w), out, rstd, int(rows), int(ctx.hidden), T(ctx.norm_eps));
+    ctx.ops<T>().rmsnorm_forward(in, params_->weight(w), out, rstd, int(rows), int(ctx.hidden), T(ctx.norm_eps));
 }
 
 template <class T>
@@ -114,10 +106,10 @@ void TransformerLayer<T>::norm_backward(const ExecContext& ctx, const OpHandle& 
                                         const T* x, const T* mean, const T* rstd, T* dx, long rows) {
   OpScope timer(op);
   if (layernorm_)
-    layernorm_backward_ref(dy, x, params_->weight(w), mean, rstd, dx, params_->grad(w), params_->grad(b), int(rows),
-                           int(ctx.hidden));
+    ctx.ops<T>().layernorm_backward(dy, x, params_->weight(w), mean, rstd, dx, params_->grad(w), params_->grad(b),
+                                    int(rows), int(ctx.hidden));
   else
-    rmsnorm_backward_ref(dy, x, params_->weight(w), rstd, dx, params_->grad(w), int(rows), int(ctx.hidden));
+    ctx.ops<T>().rmsnorm_backward(dy, x, params_->weight(w), rstd, dx, params_->grad(w), int(rows), int(ctx.hidden));
 }
 
 template <class T>
@@ -192,7 +184,7 @@ void TransformerLayer<T>::forward(const ExecContext& ctx, const T* x, T* out, La
   ctx.acquire_weights(params_.get());
   ctx.acquire_weights(experts_.get());
   s.x.reset(ctx.memory(), MemoryCategory::Activations, ctx.rows_residual * ctx.hidden);
-  std::copy_n(x, s.x.size(), s.x.data());
+  ctx.copy(s.x.data(), x, s.x.size());
   const Recompute policy = ctx.layout->recompute;
   // Tensors that outlive the forward are activations; those the recompute policy drops (all but
   // the input under full, the log-sum-exp under selective) are transient buffers.
@@ -243,8 +235,8 @@ void TransformerLayer<T>::forward_op(const ExecContext& ctx, OpCursor& ops, cons
     f.full.free();
   } else if (named(op, "rope")) {
     OpScope timer(ops.take(op.name));
-    rope_forward_ref(f.pre_q.data(), s.q.data(), ctx.positions.data(), int(N), int(hl), int(d), ctx.rotary_dim, ctx.rope_theta);
-    rope_forward_ref(f.pre_k.data(), s.k.data(), ctx.positions.data(), int(N), int(kvl), int(d), ctx.rotary_dim, ctx.rope_theta);
+    ctx.ops<T>().rope_forward(f.pre_q.data(), s.q.data(), ctx.positions.data(), int(N), int(hl), int(d), ctx.rotary_dim, ctx.rope_theta);
+    ctx.ops<T>().rope_forward(f.pre_k.data(), s.k.data(), ctx.positions.data(), int(N), int(kvl), int(d), ctx.rotary_dim, ctx.rope_theta);
     f.pre_q.free();
     f.pre_k.free();
   } else if (named_any(op, {"flash_attention", "cp_kv_exchange"})) {
@@ -270,7 +262,7 @@ void TransformerLayer<T>::forward_op(const ExecContext& ctx, OpCursor& ops, cons
     ctx.exit_tp_forward(ops.take(op.name), f.partial.data(), s.h.data());
   } else if (named(op, "attn_residual")) {
     OpScope timer(ops.take(op.name));
-    add_into(s.h.data(), s.x.data(), Nr * H);
+    ctx.ops<T>().add(s.h.data(), s.x.data(), Nr * H);
   } else if (named(op, "mlp_norm")) {
     s.norm2_out.reset(mem, A, Nr * H);
     s.norm2_mean.reset(mem, A, layernorm_ ? Nr : 0);
@@ -292,8 +284,8 @@ void TransformerLayer<T>::forward_op(const ExecContext& ctx, OpCursor& ops, cons
     f.full.free();
   } else if (named(op, "mlp_act")) {
     OpScope timer(ops.take(op.name));
-    if (swiglu_) swiglu_forward_ref(s.gate.data(), s.up.data(), s.act.data(), N * Fl);
-    else gelu_forward_ref(s.gate.data(), s.act.data(), N * Fl);
+    if (swiglu_) ctx.ops<T>().swiglu_forward(s.gate.data(), s.up.data(), s.act.data(), N * Fl);
+    else ctx.ops<T>().gelu_forward(s.gate.data(), s.act.data(), N * Fl);
   } else if (named(op, "mlp_down")) {
     f.partial.reset(mem, Bf, N * H);
     ctx.gemm(ops.take(op.name), false, false, N, H, Fl, s.act.data(), params_->weight(w_down_), T(0), f.partial.data());
@@ -302,7 +294,7 @@ void TransformerLayer<T>::forward_op(const ExecContext& ctx, OpCursor& ops, cons
     ctx.exit_tp_forward(ops.take(op.name), f.partial.data(), f.out);
   } else if (named(op, "mlp_residual")) {
     OpScope timer(ops.take(op.name));
-    add_into(f.out, s.h.data(), Nr * H);
+    ctx.ops<T>().add(f.out, s.h.data(), Nr * H);
   } else if (moe_) {  // the MoE block's ops (an op it does not know is left to run() to report)
     if (!f.moe) f.moe.emplace(ctx, Nr, s.norm2_out.data(), moe_weights(), f.out, s.moe, A);
     f.moe->forward_op(ops, op);
@@ -386,8 +378,8 @@ void TransformerLayer<T>::backward_op(const ExecContext& ctx, OpCursor& ops, con
     OpScope timer(ops.take(op.name));
     b.dgate.reset(mem, Bf, N * Fl);
     b.dup.reset(mem, Bf, swiglu_ ? N * Fl : 0);
-    if (swiglu_) swiglu_backward_ref(b.dact.data(), s.gate.data(), s.up.data(), b.dgate.data(), b.dup.data(), N * Fl);
-    else gelu_backward_ref(b.dact.data(), s.gate.data(), b.dgate.data(), N * Fl);
+    if (swiglu_) ctx.ops<T>().swiglu_backward(b.dact.data(), s.gate.data(), s.up.data(), b.dgate.data(), b.dup.data(), N * Fl);
+    else ctx.ops<T>().gelu_backward(b.dact.data(), s.gate.data(), b.dgate.data(), N * Fl);
     b.dact.free();
   } else if (named(op, "mlp_up")) {
     if (!wg) {
@@ -413,7 +405,7 @@ void TransformerLayer<T>::backward_op(const ExecContext& ctx, OpCursor& ops, con
                   s.norm2_rstd.data(), b.dh.data(), Nr);
     b.dn.free();
     OpScope timer(b.mlp_residual);
-    add_into(b.dh.data(), b.dout, Nr * H);
+    ctx.ops<T>().add(b.dh.data(), b.dout, Nr * H);
   } else if (named(op, "attn_residual")) {
     b.attn_residual = ops.take(op.name);
   } else if (named(op, "attn_reducescatter")) {
@@ -439,8 +431,8 @@ void TransformerLayer<T>::backward_op(const ExecContext& ctx, OpCursor& ops, con
     OpScope timer(ops.take(op.name));
     b.dpre_q.reset(mem, Bf, N * hl * d);
     b.dpre_k.reset(mem, Bf, N * kvl * d);
-    rope_backward_ref(b.dq.data(), b.dpre_q.data(), ctx.positions.data(), int(N), int(hl), int(d), ctx.rotary_dim, ctx.rope_theta);
-    rope_backward_ref(b.dk.data(), b.dpre_k.data(), ctx.positions.data(), int(N), int(kvl), int(d), ctx.rotary_dim, ctx.rope_theta);
+    ctx.ops<T>().rope_backward(b.dq.data(), b.dpre_q.data(), ctx.positions.data(), int(N), int(hl), int(d), ctx.rotary_dim, ctx.rope_theta);
+    ctx.ops<T>().rope_backward(b.dk.data(), b.dpre_k.data(), ctx.positions.data(), int(N), int(kvl), int(d), ctx.rotary_dim, ctx.rope_theta);
     b.dq.free();
     b.dk.free();
   } else if (named(op, "qkv_proj")) {
@@ -468,7 +460,7 @@ void TransformerLayer<T>::backward_op(const ExecContext& ctx, OpCursor& ops, con
                   s.norm1_rstd.data(), b.dx, Nr);
     b.dn.free();
     OpScope timer(b.attn_residual);
-    add_into(b.dx, b.dh.data(), Nr * H);
+    ctx.ops<T>().add(b.dx, b.dh.data(), Nr * H);
   } else if (moe_) {  // the MoE block's ops; its input gradient goes to dn, as the MLP's does
     if (!b.moe) {
       b.dn.reset(mem, Bf, Nr * H);

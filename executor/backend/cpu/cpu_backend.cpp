@@ -3,6 +3,7 @@
 #include <Eigen/Core>
 
 #include "common/error.hpp"
+#include "executor/backend/cpu/guarded_storage.hpp"
 
 namespace sixfold {
 
@@ -26,13 +27,29 @@ void eigen_gemm(bool trans_a, bool trans_b, long m, long n, long k, T alpha, con
 
 }  // namespace
 
+CpuBackend::CpuBackend(std::unique_ptr<Communicator> world) : Backend(std::move(world)) {}
+
+// The guard is built before the base (it is the storage and wraps the world) and outlives the tensors.
+CpuBackend::CpuBackend(std::unique_ptr<Communicator> world, std::unique_ptr<GuardedHostStorage> guard)
+    : Backend(guard_communicator(std::move(world), *guard), guard.get()), guard_(std::move(guard)),
+      ops_f_(guard_.get()), ops_d_(guard_.get()) {}
+
+CpuBackend::~CpuBackend() = default;
+
+std::unique_ptr<CpuBackend> make_guarded_cpu_backend(std::unique_ptr<Communicator> world) {
+  auto guard = std::make_unique<GuardedHostStorage>();
+  return std::unique_ptr<CpuBackend>(new CpuBackend(std::move(world), std::move(guard)));
+}
+
 void CpuBackend::gemm(bool ta, bool tb, long m, long n, long k, float alpha, const float* a, const float* b,
                       float beta, float* c) {
+  OpenWindow open(guard_.get());
   eigen_gemm(ta, tb, m, n, k, alpha, a, b, beta, c);
 }
 
 void CpuBackend::gemm(bool ta, bool tb, long m, long n, long k, double alpha, const double* a, const double* b,
                       double beta, double* c) {
+  OpenWindow open(guard_.get());
   eigen_gemm(ta, tb, m, n, k, alpha, a, b, beta, c);
 }
 

@@ -1,18 +1,17 @@
 #pragma once
-// The CUDA backend of the executor: one GPU per rank, GEMMs through cuBLASLt (kernels/
-// CublasLtGemm, the one wrapper; fp32 or fp64, the precisions of the model runtime), a compute and a communication stream ordered by events, and
-// NCCL communicators per process group when more than one rank is launched (unique id exchanged
-// over the MPI world; a single GPU needs neither MPI nor NCCL).
-//
-// What runs where, precisely: the model runtime (model_runtime.cpp) is templated on float/double
-// and keeps every tensor in host memory (TrackedBuffer), calling backend.gemm() with host
-// pointers and the CPU reference kernels of kernels/*_ref.hpp for everything else. This backend
-// therefore stages each GEMM's operands into device memory, runs cuBLASLt there and copies the
-// result back; the element-wise kernels, attention and the optimizer still run on the CPU. The
-// bf16 kernels of kernels/cuda_kernels.hpp (flash attention, norms, AdamW...) need device-resident
-// bf16 activations, i.e. a runtime that allocates through the backend; that rewrite is not done.
-// Memory accounting by category is the runtime's own (identical to the CPU backend's); the device
-// bytes this backend holds for staging and the cuBLASLt workspace are reported separately.
+// The CUDA backend of the executor: one GPU per rank, every tensor of the model runtime in its
+// memory (cuda_ops.hpp: stream-ordered allocations, zero-filled), GEMMs through cuBLASLt on those
+// tensors in place (kernels/ CublasLtGemm, the one wrapper; fp32 or fp64, the precisions of the
+// model runtime), every other op a kernel of kernels/generic_kernels.cu, a compute and a
+// communication stream ordered by events, and NCCL communicators per process group when more than
+// one rank is launched (unique id exchanged over the MPI world; a single GPU needs neither MPI nor
+// NCCL). The host touches tensors only to initialise the parameters and to read the loss's row
+// statistics; index arrays (tokens, positions, expert slots) go up per op.
+// Still open: the runtime's precision is float/double, so the bf16 kernels of
+// kernels/cuda_kernels.hpp (tensor-core flash attention, vectorised norms) are not on this path;
+// the generic kernels run one thread per row and are correct before fast. Memory accounting by
+// category is the runtime's own (identical to the CPU backend's); the cuBLASLt workspace and NCCL
+// staging of host buffers are reported separately.
 //
 // This header needs no CUDA header; its functions exist only in the CUDA build (SIXFOLD_HAVE_CUDA).
 #include <memory>
@@ -31,7 +30,6 @@ struct CudaBackendOptions {
 
 // Device bytes the CUDA backend holds outside the runtime's tracked tensors.
 struct CudaDeviceMemory {
-  Bytes staging_peak = 0;      // largest GEMM operand staging (A + B + C of one GEMM)
   Bytes workspace = 0;         // cuBLASLt workspace
   Bytes comm_staging_peak = 0; // NCCL staging of the communicators (0 on a single GPU)
 };
@@ -47,6 +45,9 @@ CudaDeviceMemory cuda_device_memory(const Backend& backend);
 // Writes the CUPTI trace of a backend made with options.trace as a Chrome trace (the simulator's
 // format); throws UsageError for a backend that does not trace.
 void cuda_write_trace(Backend& backend, int rank, const std::string& title, const std::string& path);
+
+// Whether `pointer` is GPU memory (device or managed): the tensors of a CUDA backend's runtime are.
+bool cuda_is_device_memory(const void* pointer);
 
 // Name of the GPU a CUDA backend runs on ("" for any other backend).
 std::string cuda_device_name(const Backend& backend);

@@ -26,6 +26,18 @@ ncclDataType_t nccl_type(ElemType t) {
   throw Error("unknown element type for NCCL");
 }
 
+// Whether the runtime handed GPU memory (its tensors) rather than host memory (counts, the loss,
+// the memory report): GPU memory goes to NCCL as it is, host memory is staged through the GPU.
+bool on_device(const void* p) {
+  if (!p) return false;
+  cudaPointerAttributes a{};
+  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+    cudaGetLastError();  // clear the sticky "invalid value" of an unknown pointer
+    return false;
+  }
+  return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
+}
+
 // Runs on timeout: aborting the communicator frees the stream stuck in its kernel (NCCL docs,
 // "ncclCommAbort").
 void abort_comm(void* comm) { ncclCommAbort(static_cast<ncclComm_t>(comm)); }
@@ -46,7 +58,7 @@ class NcclPendingAllReduce : public PendingOp {
     waited_ = true;
     wait_event(done_, owner_.shared().timeout_s, "all_reduce (overlapped)", owner_.name(), abort_comm,
                owner_.handle());
-    CHECK_CUDA(cudaMemcpy(host_, buffer_.data(), bytes_, cudaMemcpyDeviceToHost));
+    if (host_) CHECK_CUDA(cudaMemcpy(host_, buffer_.data(), bytes_, cudaMemcpyDeviceToHost));
   }
 
  private:
@@ -78,12 +90,18 @@ void NcclCommunicator::grow_staging(std::size_t bytes) {
   shared_->staging_peak = std::max(shared_->staging_peak, shared_->staging_now);
 }
 
-std::pair<void*, void*> NcclCommunicator::stage_in(const void* host, std::size_t send_bytes, std::size_t recv_bytes) {
+std::pair<void*, void*> NcclCommunicator::stage_in(const void* host, std::size_t send_bytes, std::size_t recv_bytes,
+                                                   void* recv) {
+  CudaStreams& streams = *shared_->streams;
+  if ((send_bytes == 0 || on_device(host)) && (recv_bytes == 0 || on_device(recv))) {
+    streams.comm_after_compute();  // device tensors: NCCL reads and writes them in place
+    return {const_cast<void*>(host), recv};
+  }
   const std::size_t recv_offset = (send_bytes + 255) / 256 * 256;
   grow_staging(recv_offset + recv_bytes);
   char* base = static_cast<char*>(staging_.data());
   CudaStreams& s = *shared_->streams;
-  if (send_bytes > 0) CHECK_CUDA(cudaMemcpyAsync(base, host, send_bytes, cudaMemcpyHostToDevice, s.compute));
+  if (send_bytes > 0) CHECK_CUDA(cudaMemcpyAsync(base, host, send_bytes, cudaMemcpyDefault, s.compute));
   s.comm_after_compute();
   return {base, base + recv_offset};
 }
@@ -93,7 +111,7 @@ void NcclCommunicator::finish(void* host, const void* device, std::size_t bytes,
   wait_stream(s.comm, shared_->timeout_s, what, name_, abort_comm, comm_);
   // Every launched send has completed with the stream: their staging can go.
   std::erase_if(shared_->sends, [](const NcclShared::Send& x) { return x.launched; });
-  if (bytes > 0) CHECK_CUDA(cudaMemcpy(host, device, bytes, cudaMemcpyDeviceToHost));
+  if (bytes > 0 && host != device) CHECK_CUDA(cudaMemcpy(host, device, bytes, cudaMemcpyDefault));
 }
 
 void NcclCommunicator::launch_pending_sends() {
@@ -120,7 +138,7 @@ std::unique_ptr<Communicator> NcclCommunicator::split(int color, int key, const 
 void NcclCommunicator::all_reduce(void* buffer, long count, ElemType type, ReduceOp op) {
   launch_pending_sends();
   const std::size_t bytes = std::size_t(count) * elem_size(type);
-  auto [in, out] = stage_in(buffer, bytes, 0);
+  auto [in, out] = stage_in(buffer, bytes, 0, nullptr);
   CHECK_NCCL(ncclAllReduce(in, in, count, nccl_type(type), op == ReduceOp::Max ? ncclMax : ncclSum, comm_,
                            shared_->streams->comm));
   finish(buffer, in, bytes, "all_reduce");
@@ -129,10 +147,14 @@ void NcclCommunicator::all_reduce(void* buffer, long count, ElemType type, Reduc
 std::unique_ptr<PendingOp> NcclCommunicator::start_all_reduce(void* buffer, long count, ElemType type) {
   launch_pending_sends();
   const std::size_t bytes = std::size_t(count) * elem_size(type);
-  auto pending = std::make_unique<NcclPendingAllReduce>(*this, buffer, bytes);
-  void* device = pending->buffer().ensure(bytes);
+  const bool resident = on_device(buffer);
+  auto pending = std::make_unique<NcclPendingAllReduce>(*this, resident ? nullptr : buffer, bytes);
   CudaStreams& s = *shared_->streams;
-  CHECK_CUDA(cudaMemcpyAsync(device, buffer, bytes, cudaMemcpyHostToDevice, s.compute));
+  void* device = buffer;
+  if (!resident) {
+    device = pending->buffer().ensure(bytes);
+    CHECK_CUDA(cudaMemcpyAsync(device, buffer, bytes, cudaMemcpyHostToDevice, s.compute));
+  }
   s.comm_after_compute();
   CHECK_NCCL(ncclAllReduce(device, device, count, nccl_type(type), ncclSum, comm_, s.comm));
   CHECK_CUDA(cudaEventRecord(pending->done(), s.comm));
@@ -142,7 +164,7 @@ std::unique_ptr<PendingOp> NcclCommunicator::start_all_reduce(void* buffer, long
 void NcclCommunicator::all_gather(const void* send, void* recv, long count, ElemType type) {
   launch_pending_sends();
   const std::size_t bytes = std::size_t(count) * elem_size(type);
-  auto [in, out] = stage_in(send, bytes, bytes * size_);
+  auto [in, out] = stage_in(send, bytes, bytes * size_, recv);
   CHECK_NCCL(ncclAllGather(in, out, count, nccl_type(type), comm_, shared_->streams->comm));
   finish(recv, out, bytes * size_, "all_gather");
 }
@@ -150,7 +172,7 @@ void NcclCommunicator::all_gather(const void* send, void* recv, long count, Elem
 void NcclCommunicator::reduce_scatter(const void* send, void* recv, long count, ElemType type) {
   launch_pending_sends();
   const std::size_t bytes = std::size_t(count) * elem_size(type);
-  auto [in, out] = stage_in(send, bytes * size_, bytes);
+  auto [in, out] = stage_in(send, bytes * size_, bytes, recv);
   CHECK_NCCL(ncclReduceScatter(in, out, count, nccl_type(type), ncclSum, comm_, shared_->streams->comm));
   finish(recv, out, bytes, "reduce_scatter");
 }
@@ -161,7 +183,7 @@ void NcclCommunicator::all_to_all_v(const void* send, const long* send_counts, v
   const long elem = elem_size(type);
   const long send_total = std::accumulate(send_counts, send_counts + size_, 0L);
   const long recv_total = std::accumulate(recv_counts, recv_counts + size_, 0L);
-  auto [in, out] = stage_in(send, std::size_t(send_total) * elem, std::size_t(recv_total) * elem);
+  auto [in, out] = stage_in(send, std::size_t(send_total) * elem, std::size_t(recv_total) * elem, recv);
   const ncclDataType_t t = nccl_type(type);
   cudaStream_t stream = shared_->streams->comm;
   // All-to-all as grouped point-to-point (NCCL docs, "Point-to-point communication: all-to-all").
@@ -182,7 +204,7 @@ void NcclCommunicator::all_to_all_v(const void* send, const long* send_counts, v
 void NcclCommunicator::broadcast(void* buffer, long count, ElemType type, int root) {
   launch_pending_sends();
   const std::size_t bytes = std::size_t(count) * elem_size(type);
-  auto [in, out] = stage_in(buffer, bytes, 0);
+  auto [in, out] = stage_in(buffer, bytes, 0, nullptr);
   CHECK_NCCL(ncclBroadcast(in, in, count, nccl_type(type), root, comm_, shared_->streams->comm));
   finish(buffer, in, bytes, "broadcast");
 }
@@ -191,15 +213,22 @@ void NcclCommunicator::send(const void* buffer, long count, ElemType type, int p
   const std::size_t bytes = std::size_t(count) * elem_size(type);
   auto staged = std::make_shared<DeviceStaging>();
   staged->ensure(std::max<std::size_t>(bytes, 1));
-  // Synchronous copy: the caller may reuse its host buffer at once (MPI_Isend's contract is
-  // looser, but nothing is gained by holding the host buffer).
-  CHECK_CUDA(cudaMemcpy(staged->data(), buffer, bytes, cudaMemcpyHostToDevice));
+  // A copy: the caller may reuse its buffer at once (MPI_Isend's contract is looser, but nothing
+  // is gained by holding it). A device tensor is copied on the compute stream, which the
+  // communication stream then waits for.
+  if (on_device(buffer)) {
+    CudaStreams& s = *shared_->streams;
+    CHECK_CUDA(cudaMemcpyAsync(staged->data(), buffer, bytes, cudaMemcpyDeviceToDevice, s.compute));
+    s.comm_after_compute();
+  } else {
+    CHECK_CUDA(cudaMemcpy(staged->data(), buffer, bytes, cudaMemcpyHostToDevice));
+  }
   shared_->sends.push_back({comm_, std::move(staged), count, nccl_type(type), peer, false});
 }
 
 void NcclCommunicator::recv(void* buffer, long count, ElemType type, int peer, int tag) {
   const std::size_t bytes = std::size_t(count) * elem_size(type);
-  auto [in, out] = stage_in(nullptr, 0, bytes);
+  auto [in, out] = stage_in(nullptr, 0, bytes, buffer);
   CHECK_NCCL(ncclGroupStart());
   launch_pending_sends();  // nested group: fused with the receive below
   CHECK_NCCL(ncclRecv(out, count, nccl_type(type), peer, comm_, shared_->streams->comm));

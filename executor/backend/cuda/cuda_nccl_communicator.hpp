@@ -3,9 +3,10 @@
 // a unique id broadcast over the MPI world, the groups by ncclCommSplit), collectives on the
 // communication stream of CudaStreams, ordered after compute by an event.
 //
-// The model runtime hands host buffers (see cuda_backend.hpp), so each call stages the data:
-// host -> device on the compute stream, the NCCL call on the communication stream after an event,
-// device -> host once it is done. Every wait is bounded by the timeout and aborts the NCCL
+// The model runtime hands its tensors in GPU memory (cuda_backend.hpp): NCCL runs on them in place,
+// on the communication stream after an event of the compute stream. Host buffers (the MoE token
+// counts, the loss, the memory report) are staged: host -> device on the compute stream, the NCCL
+// call, device -> host once it is done. Every wait is bounded by the timeout and aborts the NCCL
 // communicator before throwing, so a missing peer gives a message, not a hang.
 //
 // Point-to-point: NCCL has no tags; messages between two ranks match in issue order, which the
@@ -70,10 +71,12 @@ class NcclCommunicator : public Communicator {
   NcclShared& shared() { return *shared_; }
 
  private:
-  // Device buffers of `send_bytes` and `recv_bytes` in this communicator's staging, the input
-  // copied in on the compute stream and the communication stream made to wait for it.
-  std::pair<void*, void*> stage_in(const void* host, std::size_t send_bytes, std::size_t recv_bytes);
-  // Waits for the communication stream (bounded) and copies `bytes` of device `src` to `host`.
+  // The device buffers NCCL works on: `send` and `recv` themselves when they are GPU memory, else
+  // `send_bytes` and `recv_bytes` of this communicator's staging, the input copied in on the
+  // compute stream; the communication stream is made to wait for the compute stream either way.
+  std::pair<void*, void*> stage_in(const void* send, std::size_t send_bytes, std::size_t recv_bytes, void* recv);
+  // Waits for the communication stream (bounded) and copies `bytes` of `device` to `host` (nothing
+  // when NCCL wrote `host` in place).
   void finish(void* host, const void* device, std::size_t bytes, const char* what);
   void launch_pending_sends();
   void grow_staging(std::size_t bytes);
