@@ -1,9 +1,8 @@
 #pragma once
 // Host-callable launchers of the precision-generic CUDA kernels (fp32 and fp64): the executor's
 // CUDA backend runs the model runtime's float/double step on them with every tensor in GPU memory
-// (executor/backend/cuda/cuda_ops.cpp). They compute what the CPU references of kernels/*_ref.hpp
-// compute, in the same order of operations per output (double accumulation), one thread per output
-// row or element: correct before fast. The bf16 kernels of cuda_kernels.hpp are the fast path of a
+// (executor/backend/cuda/cuda_ops.cpp). Each runs, one thread per output row or element, the
+// per-row or per-element function of the CPU reference (kernels/*_ref.hpp): correct before fast. The bf16 kernels of cuda_kernels.hpp are the fast path of a
 // bf16 runtime. Every pointer, index arrays included, is device memory; launches are asynchronous
 // on `stream`. Needs no CUDA header (defined in generic_kernels.cu, CUDA builds only).
 #include "kernels/cuda_kernels.hpp"
@@ -31,8 +30,7 @@ template <class T> void swiglu_backward(const T* dout, const T* gate, const T* u
 template <class T> void gelu_forward(const T* x, T* y, long n, Stream s);
 template <class T> void gelu_backward(const T* dy, const T* x, T* dx, long n, Stream s);
 template <class T> void attention_forward(const T* q, const T* k, const T* v, T* out, T* lse, const int* q_pos, const int* k_pos, int tq, int tk, int heads, int kv_heads, int d, T scale, Stream s);
-// workspace: heads * tq doubles (the row dot products D = dout . out).
-template <class T> void attention_backward(const T* dout, const T* q, const T* k, const T* v, const T* out, const T* lse, T* dq, T* dk_accum, T* dv_accum, const int* q_pos, const int* k_pos, int tq, int tk, int heads, int kv_heads, int d, T scale, double* workspace, Stream s);
+template <class T> void attention_backward(const T* dout, const T* q, const T* k, const T* v, const T* out, const T* lse, T* dq, T* dk_accum, T* dv_accum, const int* q_pos, const int* k_pos, int tq, int tk, int heads, int kv_heads, int d, T scale, Stream s);
 template <class T> void merge_attention_partial(T* out, T* lse, const T* out_b, const T* lse_b, int tq, int heads, int d, Stream s);
 template <class T> void logits_rowmax(const T* logits, T* rowmax, int rows, int vocab, Stream s);
 template <class T> void logits_sumexp(const T* logits, const T* global_max, T* sumexp, int rows, int vocab, Stream s);

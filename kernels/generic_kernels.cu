@@ -1,11 +1,18 @@
 // Precision-generic kernels (cuda_generic_kernels.hpp): one thread per output row or element,
-// double accumulation, the references' formulas (kernels/*_ref.hpp) written for the device.
+// each running the reference's own per-row or per-element function (kernels/*_ref.hpp,
+// host_device.hpp), so the device computes what the CPU oracle computes, in the same order.
 #include <cuda_runtime.h>
 
-#include <cmath>
-
+#include "kernels/activation_ref.hpp"
+#include "kernels/adamw_ref.hpp"
+#include "kernels/attention_ref.hpp"
+#include "kernels/cross_entropy_ref.hpp"
 #include "kernels/cuda_check.cuh"
 #include "kernels/cuda_generic_kernels.hpp"
+#include "kernels/moe_ref.hpp"
+#include "kernels/norm_ref.hpp"
+#include "kernels/rope_ref.hpp"
+#include "kernels/rows_ref.hpp"
 
 namespace sixfold::cuda::generic {
 
@@ -30,11 +37,7 @@ template <class T> __global__ void scale_rows_k(T* x, const T* sc, long rows, lo
 }
 
 template <class T> __global__ void row_dot_k(const T* a, const T* b, T* out, long rows, long width) {
-  SIXFOLD_FOR_EACH(r, rows) {
-    double dot = 0;
-    for (long i = 0; i < width; ++i) dot += double(a[r * width + i]) * b[r * width + i];
-    out[r] = T(dot);
-  }
+  SIXFOLD_FOR_EACH(r, rows) row_dot_row(a, b, out, width, r);
 }
 
 template <class T> __global__ void sum_squares_k(const T* x, long n, double* result) {
@@ -44,29 +47,19 @@ template <class T> __global__ void sum_squares_k(const T* x, long n, double* res
 }
 
 template <class T> __global__ void copy_rows_k(const T* src, const int* si, T* dst, const int* di, long n, long width) {
-  SIXFOLD_FOR_EACH(e, n * width) {
-    const long i = e / width, c = e % width;
-    dst[long(di[i]) * width + c] = src[long(si[i]) * width + c];
-  }
+  SIXFOLD_FOR_EACH(e, n * width) copy_rows_element(src, si, dst, di, width, e);
 }
 
 template <class T> __global__ void sum_rows_k(const T* src, const int* index, long tokens, int k, long width, T* out) {
-  SIXFOLD_FOR_EACH(e, tokens * width) {
-    const long t = e / width, c = e % width;
-    T sum = T(0);
-    for (int j = 0; j < k; ++j) sum += src[long(index[t * k + j]) * width + c];
-    out[e] = sum;
-  }
+  SIXFOLD_FOR_EACH(e, tokens * width) sum_rows_element(src, index, k, width, out, e);
 }
 
 template <class T>
 __global__ void embedding_forward_k(const T* table, const int* tokens, long rows, long start, long local_n, long width, T* out) {
-  SIXFOLD_FOR_EACH(e, rows * width) {
-    const long r = e / width, c = e % width, local = tokens[r] - start;
-    out[e] = (local >= 0 && local < local_n) ? table[local * width + c] : T(0);
-  }
+  SIXFOLD_FOR_EACH(e, rows * width) embedding_forward_element(table, tokens, start, local_n, width, out, e);
 }
 
+// Rows with the same token add atomically (the reference adds them in row order).
 template <class T>
 __global__ void embedding_backward_k(const T* dout, const int* tokens, long rows, long start, long local_n, long width, T* grad) {
   SIXFOLD_FOR_EACH(e, rows * width) {
@@ -76,338 +69,98 @@ __global__ void embedding_backward_k(const T* dout, const int* tokens, long rows
 }
 
 template <class T> __global__ void rmsnorm_forward_k(const T* x, const T* w, T* y, T* rstd, int rows, int cols, T eps) {
-  SIXFOLD_FOR_EACH(r, rows) {
-    const T* xr = x + r * cols;
-    double sum_sq = 0;
-    for (int c = 0; c < cols; ++c) sum_sq += double(xr[c]) * xr[c];
-    const double rs = 1.0 / sqrt(sum_sq / cols + double(eps));
-    rstd[r] = T(rs);
-    for (int c = 0; c < cols; ++c) y[r * cols + c] = T(double(xr[c]) * rs * w[c]);
-  }
+  SIXFOLD_FOR_EACH(r, rows) rmsnorm_forward_row(x, w, y, rstd, r, cols, eps);
 }
-
-// dx per row; dw per column (a loop over rows: no atomics, the reference's order).
 template <class T> __global__ void rmsnorm_dx_k(const T* dy, const T* x, const T* w, const T* rstd, T* dx, int rows, int cols) {
-  SIXFOLD_FOR_EACH(r, rows) {
-    const T* xr = x + r * cols;
-    const T* dyr = dy + r * cols;
-    const double rs = rstd[r];
-    double dot = 0;
-    for (int c = 0; c < cols; ++c) dot += double(dyr[c]) * w[c] * xr[c] * rs;
-    const double mean_dot = dot / cols;
-    for (int c = 0; c < cols; ++c) dx[r * cols + c] = T(rs * (double(dyr[c]) * w[c] - xr[c] * rs * mean_dot));
-  }
+  SIXFOLD_FOR_EACH(r, rows) rmsnorm_backward_row(dy, x, w, rstd, dx, r, cols);
 }
 template <class T> __global__ void rmsnorm_dw_k(const T* dy, const T* x, const T* rstd, T* dw, int rows, int cols) {
-  SIXFOLD_FOR_EACH(c, cols) {
-    T acc = dw[c];
-    for (int r = 0; r < rows; ++r) acc += T(double(dy[long(r) * cols + c]) * (x[long(r) * cols + c] * double(rstd[r])));
-    dw[c] = acc;
-  }
+  SIXFOLD_FOR_EACH(c, cols) rmsnorm_weight_grad_column(dy, x, rstd, dw, rows, cols, int(c));
 }
-
 template <class T>
 __global__ void layernorm_forward_k(const T* x, const T* w, const T* b, T* y, T* mean, T* rstd, int rows, int cols, T eps) {
-  SIXFOLD_FOR_EACH(r, rows) {
-    const T* xr = x + r * cols;
-    double sum = 0;
-    for (int c = 0; c < cols; ++c) sum += xr[c];
-    const double mu = sum / cols;
-    double var = 0;
-    for (int c = 0; c < cols; ++c) var += (xr[c] - mu) * (xr[c] - mu);
-    const double rs = 1.0 / sqrt(var / cols + double(eps));
-    mean[r] = T(mu);
-    rstd[r] = T(rs);
-    for (int c = 0; c < cols; ++c) y[r * cols + c] = T((xr[c] - mu) * rs * w[c] + b[c]);
-  }
+  SIXFOLD_FOR_EACH(r, rows) layernorm_forward_row(x, w, b, y, mean, rstd, r, cols, eps);
 }
 template <class T>
 __global__ void layernorm_dx_k(const T* dy, const T* x, const T* w, const T* mean, const T* rstd, T* dx, int rows, int cols) {
-  SIXFOLD_FOR_EACH(r, rows) {
-    const T* xr = x + r * cols;
-    const T* dyr = dy + r * cols;
-    const double mu = mean[r], rs = rstd[r];
-    double sum_g = 0, sum_gx = 0;
-    for (int c = 0; c < cols; ++c) {
-      const double g = double(dyr[c]) * w[c];
-      sum_g += g;
-      sum_gx += g * (xr[c] - mu) * rs;
-    }
-    const double mean_g = sum_g / cols, mean_gx = sum_gx / cols;
-    for (int c = 0; c < cols; ++c) dx[r * cols + c] = T(rs * (double(dyr[c]) * w[c] - mean_g - (xr[c] - mu) * rs * mean_gx));
-  }
+  SIXFOLD_FOR_EACH(r, rows) layernorm_backward_row(dy, x, w, mean, rstd, dx, r, cols);
 }
 template <class T>
 __global__ void layernorm_dwdb_k(const T* dy, const T* x, const T* mean, const T* rstd, T* dw, T* db, int rows, int cols) {
-  SIXFOLD_FOR_EACH(c, cols) {
-    T aw = dw[c], ab = db[c];
-    for (int r = 0; r < rows; ++r) {
-      const long i = long(r) * cols + c;
-      aw += T(double(dy[i]) * ((x[i] - double(mean[r])) * double(rstd[r])));
-      ab += dy[i];
-    }
-    dw[c] = aw;
-    db[c] = ab;
-  }
+  SIXFOLD_FOR_EACH(c, cols) layernorm_param_grad_column(dy, x, mean, rstd, dw, db, rows, cols, int(c));
 }
 
 template <class T>
 __global__ void rope_k(const T* x, T* y, const int* positions, int tokens, int heads, int head_dim, int rotary_dim, double theta, double sign) {
-  const int half = rotary_dim / 2;
-  SIXFOLD_FOR_EACH(e, long(tokens) * heads * head_dim) {
-    const long th = e / head_dim;
-    const int i = int(e % head_dim), t = int(th / heads);
-    const long base = th * head_dim;
-    if (i >= 2 * half) {
-      y[e] = x[e];
-    } else {
-      const int p = i < half ? i : i - half;
-      const double angle = double(positions[t]) * pow(theta, -2.0 * p / rotary_dim);
-      const double c = cos(angle), s = sign * sin(angle);
-      const double x1 = x[base + p], x2 = x[base + p + half];
-      y[e] = T(i < half ? x1 * c - x2 * s : x2 * c + x1 * s);
-    }
-  }
+  SIXFOLD_FOR_EACH(e, long(tokens) * heads * head_dim) rope_element(x, y, positions, heads, head_dim, rotary_dim, theta, sign, e);
 }
-
-__device__ double sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
-constexpr double kGeluC = 0.7978845608028654, kGeluA = 0.044715;  // as kernels/activation_ref.hpp
 
 template <class T> __global__ void swiglu_forward_k(const T* gate, const T* up, T* out, long n) {
-  SIXFOLD_FOR_EACH(i, n) {
-    const double g = gate[i];
-    out[i] = T(g * sigmoid(g) * up[i]);
-  }
+  SIXFOLD_FOR_EACH(i, n) swiglu_forward_element(gate, up, out, i);
 }
 template <class T> __global__ void swiglu_backward_k(const T* dout, const T* gate, const T* up, T* dgate, T* dup, long n) {
-  SIXFOLD_FOR_EACH(i, n) {
-    const double g = gate[i], s = sigmoid(g);
-    dgate[i] = T(double(dout[i]) * up[i] * (s + g * s * (1.0 - s)));
-    dup[i] = T(double(dout[i]) * g * s);
-  }
+  SIXFOLD_FOR_EACH(i, n) swiglu_backward_element(dout, gate, up, dgate, dup, i);
 }
-template <class T> __global__ void gelu_forward_k(const T* x, T* y, long n) {
-  SIXFOLD_FOR_EACH(i, n) {
-    const double v = x[i];
-    y[i] = T(0.5 * v * (1.0 + tanh(kGeluC * (v + kGeluA * v * v * v))));
-  }
-}
+template <class T> __global__ void gelu_forward_k(const T* x, T* y, long n) { SIXFOLD_FOR_EACH(i, n) gelu_forward_element(x, y, i); }
 template <class T> __global__ void gelu_backward_k(const T* dy, const T* x, T* dx, long n) {
-  SIXFOLD_FOR_EACH(i, n) {
-    const double v = x[i];
-    const double t = tanh(kGeluC * (v + kGeluA * v * v * v));
-    const double dinner = kGeluC * (1.0 + 3.0 * kGeluA * v * v);
-    dx[i] = T(double(dy[i]) * (0.5 * (1.0 + t) + 0.5 * v * (1.0 - t * t) * dinner));
-  }
+  SIXFOLD_FOR_EACH(i, n) gelu_backward_element(dy, x, dx, i);
 }
 
-// One thread per (query, head): the reference's online softmax, accumulating into out.
 template <class T>
 __global__ void attention_forward_k(const T* q, const T* k, const T* v, T* out, T* lse, const int* q_pos, const int* k_pos,
                                     int tq, int tk, int heads, int kv_heads, int d, T scale) {
-  const int group = heads / kv_heads;
-  SIXFOLD_FOR_EACH(e, long(tq) * heads) {
-    const int i = int(e / heads), h = int(e % heads), kvh = h / group;
-    const T* qi = q + (long(i) * heads + h) * d;
-    T* oi = out + (long(i) * heads + h) * d;
-    for (int c = 0; c < d; ++c) oi[c] = T(0);
-    double running_max = -INFINITY, running_sum = 0;
-    for (int j = 0; j < tk; ++j) {
-      if (k_pos[j] > q_pos[i]) continue;
-      const T* kj = k + (long(j) * kv_heads + kvh) * d;
-      const T* vj = v + (long(j) * kv_heads + kvh) * d;
-      double s = 0;
-      for (int c = 0; c < d; ++c) s += double(qi[c]) * kj[c];
-      s *= double(scale);
-      if (s > running_max) {
-        const double rescale = exp(running_max - s);
-        running_sum *= rescale;
-        for (int c = 0; c < d; ++c) oi[c] = T(oi[c] * rescale);
-        running_max = s;
-      }
-      const double p = exp(s - running_max);
-      running_sum += p;
-      for (int c = 0; c < d; ++c) oi[c] = T(oi[c] + p * vj[c]);
-    }
-    if (running_sum > 0) {
-      for (int c = 0; c < d; ++c) oi[c] = T(oi[c] / running_sum);
-      lse[long(h) * tq + i] = T(running_max + log(running_sum));
-    } else {
-      lse[long(h) * tq + i] = T(-INFINITY);
-    }
-  }
+  SIXFOLD_FOR_EACH(e, long(tq) * heads)
+    attention_forward_query(q, k, v, out, lse, q_pos, k_pos, tq, tk, heads, kv_heads, d, scale, int(e % heads), int(e / heads));
 }
-
 template <class T>
-__global__ void attention_rowdot_k(const T* dout, const T* out, double* D, int tq, int heads, int d) {
-  SIXFOLD_FOR_EACH(e, long(tq) * heads) {
-    const int i = int(e / heads), h = int(e % heads);
-    const long off = (long(i) * heads + h) * d;
-    double s = 0;
-    for (int c = 0; c < d; ++c) s += double(dout[off + c]) * out[off + c];
-    D[long(h) * tq + i] = s;
-  }
-}
-
-// dq per (query, head); written, not accumulated.
-template <class T>
-__global__ void attention_dq_k(const T* dout, const T* q, const T* k, const T* v, const T* lse, const double* D, T* dq,
+__global__ void attention_dq_k(const T* dout, const T* q, const T* k, const T* v, const T* out, const T* lse, T* dq,
                                const int* q_pos, const int* k_pos, int tq, int tk, int heads, int kv_heads, int d, T scale) {
-  const int group = heads / kv_heads;
-  SIXFOLD_FOR_EACH(e, long(tq) * heads) {
-    const int i = int(e / heads), h = int(e % heads), kvh = h / group;
-    const long qoff = (long(i) * heads + h) * d;
-    for (int c = 0; c < d; ++c) dq[qoff + c] = T(0);
-    const double l = lse[long(h) * tq + i];
-    if (isinf(l)) continue;
-    const double Di = D[long(h) * tq + i];
-    for (int j = 0; j < tk; ++j) {
-      if (k_pos[j] > q_pos[i]) continue;
-      const long koff = (long(j) * kv_heads + kvh) * d;
-      double s = 0, dp = 0;
-      for (int c = 0; c < d; ++c) {
-        s += double(q[qoff + c]) * k[koff + c];
-        dp += double(dout[qoff + c]) * v[koff + c];
-      }
-      const double ds = exp(s * double(scale) - l) * (dp - Di) * double(scale);
-      for (int c = 0; c < d; ++c) dq[qoff + c] = T(dq[qoff + c] + ds * k[koff + c]);
-    }
-  }
+  SIXFOLD_FOR_EACH(e, long(tq) * heads)
+    attention_backward_query(dout, q, k, v, out, lse, dq, q_pos, k_pos, tq, tk, heads, kv_heads, d, scale, int(e % heads),
+                             int(e / heads));
 }
-
-// dk, dv per (key, kv head): a loop over the query heads of its group and the queries that see it.
 template <class T>
-__global__ void attention_dkdv_k(const T* dout, const T* q, const T* k, const T* v, const T* lse, const double* D, T* dk,
-                                 T* dv, const int* q_pos, const int* k_pos, int tq, int tk, int heads, int kv_heads, int d,
-                                 T scale) {
-  const int group = heads / kv_heads;
-  SIXFOLD_FOR_EACH(e, long(tk) * kv_heads) {
-    const int j = int(e / kv_heads), kvh = int(e % kv_heads);
-    const long koff = (long(j) * kv_heads + kvh) * d;
-    for (int h = kvh * group; h < (kvh + 1) * group; ++h)
-      for (int i = 0; i < tq; ++i) {
-        if (k_pos[j] > q_pos[i]) continue;
-        const double l = lse[long(h) * tq + i];
-        if (isinf(l)) continue;
-        const long qoff = (long(i) * heads + h) * d;
-        double s = 0, dp = 0;
-        for (int c = 0; c < d; ++c) {
-          s += double(q[qoff + c]) * k[koff + c];
-          dp += double(dout[qoff + c]) * v[koff + c];
-        }
-        const double p = exp(s * double(scale) - l);
-        const double ds = p * (dp - D[long(h) * tq + i]) * double(scale);
-        for (int c = 0; c < d; ++c) {
-          dk[koff + c] = T(dk[koff + c] + ds * q[qoff + c]);
-          dv[koff + c] = T(dv[koff + c] + p * dout[qoff + c]);
-        }
-      }
-  }
+__global__ void attention_dkdv_k(const T* dout, const T* q, const T* k, const T* v, const T* out, const T* lse, T* dk, T* dv,
+                                 const int* q_pos, const int* k_pos, int tq, int tk, int heads, int kv_heads, int d, T scale) {
+  SIXFOLD_FOR_EACH(e, long(tk) * kv_heads)
+    attention_backward_key(dout, q, k, v, out, lse, dk, dv, q_pos, k_pos, tq, heads, kv_heads, d, scale, int(e % kv_heads),
+                           int(e / kv_heads));
 }
-
 template <class T>
 __global__ void merge_attention_partial_k(T* out, T* lse, const T* out_b, const T* lse_b, int tq, int heads, int d) {
-  SIXFOLD_FOR_EACH(e, long(tq) * heads) {
-    const int i = int(e / heads), h = int(e % heads);
-    const double la = lse[long(h) * tq + i], lb = lse_b[long(h) * tq + i];
-    if (isinf(lb)) continue;
-    T* oi = out + (long(i) * heads + h) * d;
-    const T* bi = out_b + (long(i) * heads + h) * d;
-    if (isinf(la)) {
-      for (int c = 0; c < d; ++c) oi[c] = bi[c];
-      lse[long(h) * tq + i] = T(lb);
-      continue;
-    }
-    const double m = la > lb ? la : lb;
-    const double merged = m + log(exp(la - m) + exp(lb - m));
-    const double wa = exp(la - merged), wb = exp(lb - merged);
-    for (int c = 0; c < d; ++c) oi[c] = T(oi[c] * wa + bi[c] * wb);
-    lse[long(h) * tq + i] = T(merged);
-  }
+  SIXFOLD_FOR_EACH(e, long(tq) * heads) merge_attention_partial_query(out, lse, out_b, lse_b, tq, heads, d, int(e % heads), int(e / heads));
 }
 
 template <class T> __global__ void logits_rowmax_k(const T* logits, T* rowmax, int rows, int vocab) {
-  SIXFOLD_FOR_EACH(r, rows) {
-    T m = T(-INFINITY);
-    for (int v = 0; v < vocab; ++v) m = logits[r * vocab + v] > m ? logits[r * vocab + v] : m;
-    rowmax[r] = m;
-  }
+  SIXFOLD_FOR_EACH(r, rows) logits_rowmax_row(logits, rowmax, r, vocab);
 }
 template <class T> __global__ void logits_sumexp_k(const T* logits, const T* gmax, T* sumexp, int rows, int vocab) {
-  SIXFOLD_FOR_EACH(r, rows) {
-    double s = 0;
-    for (int v = 0; v < vocab; ++v) s += exp(double(logits[r * vocab + v]) - gmax[r]);
-    sumexp[r] = T(s);
-  }
+  SIXFOLD_FOR_EACH(r, rows) logits_sumexp_row(logits, gmax, sumexp, r, vocab);
 }
 template <class T>
 __global__ void target_logit_k(const T* logits, const int* targets, int start, T* target, int rows, int vocab) {
-  SIXFOLD_FOR_EACH(r, rows) {
-    const int local = targets[r] - start;
-    target[r] = (targets[r] >= 0 && local >= 0 && local < vocab) ? logits[r * vocab + local] : T(0);
-  }
+  SIXFOLD_FOR_EACH(r, rows) target_logit_row(logits, targets, start, target, r, vocab);
 }
 template <class T>
 __global__ void softmax_k(const T* logits, const T* gmax, const T* gsum, T* out, int rows, int vocab) {
-  SIXFOLD_FOR_EACH(e, long(rows) * vocab) {
-    const long r = e / vocab;
-    out[e] = T(exp(double(logits[e]) - gmax[r]) * (1.0 / double(gsum[r])));
-  }
+  SIXFOLD_FOR_EACH(e, long(rows) * vocab) softmax_element(logits, gmax, gsum, out, vocab, e);
 }
 template <class T>
 __global__ void softmax_xent_backward_k(const T* sm, const int* targets, int start, T dloss, T* dlogits, int rows, int vocab) {
-  SIXFOLD_FOR_EACH(e, long(rows) * vocab) {
-    const long r = e / vocab, v = e % vocab;
-    T g = sm[e] * dloss;
-    if (targets[r] - start == v) g -= dloss;
-    dlogits[e] = g;
-  }
+  SIXFOLD_FOR_EACH(e, long(rows) * vocab) softmax_cross_entropy_backward_element(sm, targets, start, dloss, dlogits, vocab, e);
 }
 
 template <class T>
 __global__ void topk_router_k(const T* logits, int tokens, int experts, int k, int* expert_index, T* gate_weight) {
-  SIXFOLD_FOR_EACH(t, tokens) {
-    const T* row = logits + t * experts;
-    int* idx = expert_index + t * k;
-    for (int c = 0; c < k; ++c) {
-      int best = -1;
-      for (int e = 0; e < experts; ++e) {
-        bool taken = false;
-        for (int p = 0; p < c; ++p) taken = taken || idx[p] == e;
-        if (!taken && (best < 0 || row[e] > row[best])) best = e;
-      }
-      idx[c] = best;
-    }
-    const double max_logit = row[idx[0]];
-    double sum = 0;
-    for (int c = 0; c < k; ++c) sum += exp(double(row[idx[c]]) - max_logit);
-    for (int c = 0; c < k; ++c) gate_weight[t * k + c] = T(exp(double(row[idx[c]]) - max_logit) / sum);
-  }
+  SIXFOLD_FOR_EACH(t, tokens) topk_router_token(logits, experts, k, expert_index, gate_weight, t);
 }
 template <class T>
 __global__ void topk_router_backward_k(const T* dgate, const int* expert_index, const T* gate, T* dlogits, int tokens, int experts, int k) {
-  SIXFOLD_FOR_EACH(t, tokens) {
-    T* drow = dlogits + t * experts;
-    for (int e = 0; e < experts; ++e) drow[e] = T(0);
-    double dot = 0;
-    for (int c = 0; c < k; ++c) dot += double(gate[t * k + c]) * dgate[t * k + c];
-    for (int c = 0; c < k; ++c) drow[expert_index[t * k + c]] = T(double(gate[t * k + c]) * (double(dgate[t * k + c]) - dot));
-  }
+  SIXFOLD_FOR_EACH(t, tokens) topk_router_backward_token(dgate, expert_index, gate, dlogits, experts, k, t);
 }
 
-template <class T>
-__global__ void adamw_k(T* param, const T* grad, T* m, T* v, long n, double lr, double beta1, double beta2, double eps,
-                        double wd, double bias1, double bias2) {
-  SIXFOLD_FOR_EACH(i, n) {
-    const double g = grad[i];
-    const double mi = beta1 * m[i] + (1.0 - beta1) * g;
-    const double vi = beta2 * v[i] + (1.0 - beta2) * g * g;
-    m[i] = T(mi);
-    v[i] = T(vi);
-    double p = double(param[i]) * (1.0 - lr * wd);
-    p -= lr * (mi / bias1) / (sqrt(vi / bias2) + eps);
-    param[i] = T(p);
-  }
+template <class T> __global__ void adamw_k(T* param, const T* grad, T* m, T* v, long n, AdamwStep a) {
+  SIXFOLD_FOR_EACH(i, n) adamw_element(param, grad, m, v, a, i);
 }
 
 #undef SIXFOLD_FOR_EACH
@@ -494,13 +247,11 @@ void attention_forward(const T* q, const T* k, const T* v, T* out, T* lse, const
 template <class T>
 void attention_backward(const T* dout, const T* q, const T* k, const T* v, const T* out, const T* lse, T* dq, T* dk,
                         T* dv, const int* q_pos, const int* k_pos, int tq, int tk, int heads, int kv_heads, int d,
-                        T scale, double* workspace, Stream s) {
+                        T scale, Stream s) {
   const long nq = long(tq) * heads, nk = long(tk) * kv_heads;
-  if (nq <= 0) return;
-  SIXFOLD_LAUNCH(attention_rowdot_k<T>, nq, s, dout, out, workspace, tq, heads, d);
-  SIXFOLD_LAUNCH(attention_dq_k<T>, nq, s, dout, q, k, v, lse, workspace, dq, q_pos, k_pos, tq, tk, heads, kv_heads, d, scale);
+  if (nq > 0) SIXFOLD_LAUNCH(attention_dq_k<T>, nq, s, dout, q, k, v, out, lse, dq, q_pos, k_pos, tq, tk, heads, kv_heads, d, scale);
   if (nk > 0)
-    SIXFOLD_LAUNCH(attention_dkdv_k<T>, nk, s, dout, q, k, v, lse, workspace, dk, dv, q_pos, k_pos, tq, tk, heads, kv_heads, d, scale);
+    SIXFOLD_LAUNCH(attention_dkdv_k<T>, nk, s, dout, q, k, v, out, lse, dk, dv, q_pos, k_pos, tq, tk, heads, kv_heads, d, scale);
 }
 template <class T>
 void merge_attention_partial(T* out, T* lse, const T* out_b, const T* lse_b, int tq, int heads, int d, Stream s) {
@@ -535,8 +286,7 @@ void topk_router_backward(const T* dgate, const int* expert_index, const T* gate
 template <class T>
 void adamw(T* param, const T* grad, T* m, T* v, long n, double lr, double beta1, double beta2, double eps, double wd,
            long step, Stream s) {
-  const double bias1 = 1.0 - std::pow(beta1, double(step)), bias2 = 1.0 - std::pow(beta2, double(step));
-  if (n > 0) SIXFOLD_LAUNCH(adamw_k<T>, n, s, param, grad, m, v, n, lr, beta1, beta2, eps, wd, bias1, bias2);
+  if (n > 0) SIXFOLD_LAUNCH(adamw_k<T>, n, s, param, grad, m, v, n, adamw_step_of(lr, beta1, beta2, eps, wd, step));
 }
 
 #undef SIXFOLD_LAUNCH
@@ -562,7 +312,7 @@ void adamw(T* param, const T* grad, T* m, T* v, long n, double lr, double beta1,
   template void attention_forward<T>(const T*, const T*, const T*, T*, T*, const int*, const int*, int, int, int, int, \
                                      int, T, Stream);                                                                 \
   template void attention_backward<T>(const T*, const T*, const T*, const T*, const T*, const T*, T*, T*, T*,         \
-                                      const int*, const int*, int, int, int, int, int, T, double*, Stream);           \
+                                      const int*, const int*, int, int, int, int, int, T, Stream);           \
   template void merge_attention_partial<T>(T*, T*, const T*, const T*, int, int, int, Stream);                        \
   template void logits_rowmax<T>(const T*, T*, int, int, Stream);                                                     \
   template void logits_sumexp<T>(const T*, const T*, T*, int, int, Stream);                                           \

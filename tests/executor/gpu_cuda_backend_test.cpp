@@ -75,11 +75,7 @@ TEST_CASE("cuda backend: cuBLASLt fp32 and fp64 GEMMs on device tensors equal th
 }
 
 TEST_CASE("cuda backend: LayerNorm + GELU with tied embeddings matches the CPU backend") {
-  ModelSpec m = tiny_model();
-  m.norm = NormKind::LayerNorm;
-  m.activation = Activation::GELU;
-  m.tied_embeddings = true;
-  m.rotary_fraction = 0.5;
+  const ModelSpec m = tiny_gpt_model();
   Layout l;
   RunOptions opt;
   opt.steps = 3;

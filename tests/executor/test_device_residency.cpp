@@ -65,12 +65,7 @@ std::vector<Case> cases() {
   l.schedule = Schedule::Interleaved;
   l.micro_batch = 1;
   l.recompute = Recompute::Full;
-  ModelSpec ln = tiny_model();
-  ln.norm = NormKind::LayerNorm;
-  ln.activation = Activation::GELU;
-  ln.tied_embeddings = true;
-  ln.rotary_fraction = 0.5;
-  add("pp2 interleaved, LayerNorm + GELU, tied embeddings, full recompute", ln, l, {0, 1});
+  add("pp2 interleaved, LayerNorm + GELU, tied embeddings, full recompute", tiny_gpt_model(), l, {0, 1});
   l = Layout{};
   l.tp = 2;
   l.sp = true;

@@ -59,11 +59,7 @@ TEST_CASE("model gradient check: dense RMSNorm + SwiGLU") {
 }
 
 TEST_CASE("model gradient check: LayerNorm + GELU, tied embeddings, partial rotary") {
-  ModelSpec m = tiny_model();
-  m.norm = NormKind::LayerNorm;
-  m.activation = Activation::GELU;
-  m.tied_embeddings = true;
-  m.rotary_fraction = 0.5;
+  const ModelSpec m = tiny_gpt_model();
   CHECK(model_gradcheck(m) < 1e-4);
 }
 

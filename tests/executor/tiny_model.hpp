@@ -26,6 +26,17 @@ inline ModelSpec tiny_model(bool moe = false) {
   return m;
 }
 
+// The GPT-2-style variant: LayerNorm, GELU, tied embeddings, half the head dim rotated.
+inline ModelSpec tiny_gpt_model() {
+  ModelSpec m = tiny_model();
+  m.name = "tiny-gpt";
+  m.norm = NormKind::LayerNorm;
+  m.activation = Activation::GELU;
+  m.tied_embeddings = true;
+  m.rotary_fraction = 0.5;
+  return m;
+}
+
 inline Workload tiny_workload(Count global_batch = 8, Count seq = 16) {
   Workload w;
   w.seq = seq;

@@ -1,8 +1,5 @@
 #include "executor/backend/cpu/cpu_ops.hpp"
 
-#include <algorithm>
-#include <cmath>
-
 #include "kernels/activation_ref.hpp"
 #include "kernels/adamw_ref.hpp"
 #include "kernels/attention_ref.hpp"
@@ -10,6 +7,7 @@
 #include "kernels/moe_ref.hpp"
 #include "kernels/norm_ref.hpp"
 #include "kernels/rope_ref.hpp"
+#include "kernels/rows_ref.hpp"
 
 namespace sixfold {
 
@@ -29,11 +27,7 @@ void CpuOps<T>::scale_rows(T* x, const T* row_scale, long rows, long width) {
 template <class T>
 void CpuOps<T>::row_dot(const T* a, const T* b, T* out, long rows, long width) {
   OpenWindow open(window_);
-  for (long r = 0; r < rows; ++r) {
-    double dot = 0;
-    for (long i = 0; i < width; ++i) dot += double(a[r * width + i]) * b[r * width + i];
-    out[r] = T(dot);
-  }
+  row_dot_ref(a, b, out, rows, width);
 }
 
 template <class T>
@@ -47,42 +41,27 @@ double CpuOps<T>::sum_squares(const T* x, long n) {
 template <class T>
 void CpuOps<T>::copy_rows(const T* src, const int* src_index, T* dst, const int* dst_index, long n, long width) {
   OpenWindow open(window_);
-  for (long i = 0; i < n; ++i) std::copy_n(src + long(src_index[i]) * width, width, dst + long(dst_index[i]) * width);
+  copy_rows_ref(src, src_index, dst, dst_index, n, width);
 }
 
 template <class T>
 void CpuOps<T>::sum_rows(const T* src, const int* index, long tokens, int k, long width, T* out) {
   OpenWindow open(window_);
-  for (long t = 0; t < tokens; ++t) {
-    T* o = out + t * width;
-    std::fill(o, o + width, T(0));
-    for (int c = 0; c < k; ++c) {
-      const T* s = src + long(index[t * k + c]) * width;
-      for (long i = 0; i < width; ++i) o[i] += s[i];
-    }
-  }
+  sum_rows_ref(src, index, tokens, k, width, out);
 }
 
 template <class T>
 void CpuOps<T>::embedding_forward(const T* table, const int* tokens, long rows, long vocab_start, long vocab_local,
                                   long width, T* out) {
   OpenWindow open(window_);
-  for (long r = 0; r < rows; ++r) {
-    const long local = tokens[r] - vocab_start;
-    if (local >= 0 && local < vocab_local) std::copy_n(table + local * width, width, out + r * width);
-    else std::fill(out + r * width, out + (r + 1) * width, T(0));
-  }
+  embedding_forward_ref(table, tokens, rows, vocab_start, vocab_local, width, out);
 }
 
 template <class T>
 void CpuOps<T>::embedding_backward(const T* dout, const int* tokens, long rows, long vocab_start, long vocab_local,
                                    long width, T* grad_accum) {
   OpenWindow open(window_);
-  for (long r = 0; r < rows; ++r) {
-    const long local = tokens[r] - vocab_start;
-    if (local < 0 || local >= vocab_local) continue;
-    for (long i = 0; i < width; ++i) grad_accum[local * width + i] += dout[r * width + i];
-  }
+  embedding_backward_ref(dout, tokens, rows, vocab_start, vocab_local, width, grad_accum);
 }
 
 template <class T>
@@ -195,22 +174,14 @@ template <class T>
 void CpuOps<T>::softmax(const T* logits, const T* global_max, const T* global_sumexp, T* out, int rows,
                         int vocab_shard) {
   OpenWindow open(window_);
-  for (long r = 0; r < rows; ++r) {
-    const double max = global_max[r], inv_sum = 1.0 / double(global_sumexp[r]);
-    for (long v = 0; v < vocab_shard; ++v)
-      out[r * vocab_shard + v] = T(std::exp(double(logits[r * vocab_shard + v]) - max) * inv_sum);
-  }
+  softmax_ref(logits, global_max, global_sumexp, out, rows, vocab_shard);
 }
 
 template <class T>
 void CpuOps<T>::softmax_cross_entropy_backward(const T* softmax, const int* targets, int vocab_start, T dloss,
                                                T* dlogits, int rows, int vocab_shard) {
   OpenWindow open(window_);
-  for (long r = 0; r < rows; ++r) {
-    for (long v = 0; v < vocab_shard; ++v) dlogits[r * vocab_shard + v] = softmax[r * vocab_shard + v] * dloss;
-    const long local = targets[r] - vocab_start;
-    if (local >= 0 && local < vocab_shard) dlogits[r * vocab_shard + local] -= dloss;
-  }
+  softmax_cross_entropy_backward_ref(softmax, targets, vocab_start, dloss, dlogits, rows, vocab_shard);
 }
 
 template <class T>

@@ -118,8 +118,7 @@ class CudaOps final : public DeviceOps<T> {
                           T* dv, const int* q_pos, const int* k_pos, int tq, int tk, int heads, int kv_heads, int d,
                           T scale) override {
     const auto p = upload({{q_pos, tq}, {k_pos, tk}});
-    auto* D = static_cast<double*>(workspace_.ensure(std::size_t(heads) * tq * sizeof(double)));
-    g::attention_backward(dout, q, k, v, out, lse, dq, dk, dv, p[0], p[1], tq, tk, heads, kv_heads, d, scale, D, s());
+    g::attention_backward(dout, q, k, v, out, lse, dq, dk, dv, p[0], p[1], tq, tk, heads, kv_heads, d, scale, s());
   }
   void merge_attention_partial(T* out, T* lse, const T* out_b, const T* lse_b, int tq, int heads, int d) override {
     g::merge_attention_partial(out, lse, out_b, lse_b, tq, heads, d, s());
@@ -179,7 +178,7 @@ class CudaOps final : public DeviceOps<T> {
   }
 
   std::shared_ptr<CudaStreams> streams_;
-  DeviceStaging indices_, workspace_, scalar_;
+  DeviceStaging indices_, scalar_;
 };
 
 }  // namespace
