@@ -92,7 +92,7 @@ __global__ void layernorm_dwdb_k(const T* dy, const T* x, const T* mean, const T
 
 template <class T>
 __global__ void rope_k(const T* x, T* y, const int* positions, int tokens, int heads, int head_dim, int rotary_dim, double theta, double sign) {
-  SIXFOLD_FOR_EACH(e, long(tokens) * heads * head_dim) rope_element(x, y, positions, heads, head_dim, rotary_dim, theta, sign, e);
+  SIXFOLD_FOR_EACH(th, long(tokens) * heads) rope_row(x, y, positions, heads, head_dim, rotary_dim, theta, sign, th);
 }
 
 template <class T> __global__ void swiglu_forward_k(const T* gate, const T* up, T* out, long n) {
@@ -223,7 +223,7 @@ void layernorm_backward(const T* dy, const T* x, const T* w, const T* mean, cons
 template <class T>
 void rope(const T* x, T* y, const int* positions, int tokens, int heads, int head_dim, int rotary_dim, double theta,
           double sign, Stream s) {
-  const long n = long(tokens) * heads * head_dim;
+  const long n = long(tokens) * heads;
   if (n > 0) SIXFOLD_LAUNCH(rope_k<T>, n, s, x, y, positions, tokens, heads, head_dim, rotary_dim, theta, sign);
 }
 template <class T> void swiglu_forward(const T* gate, const T* up, T* out, long n, Stream s) {
