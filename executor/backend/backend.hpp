@@ -75,6 +75,7 @@ class Backend {
   // storage: where the tensors live (null: host memory); it must outlive the backend's tensors.
   explicit Backend(std::unique_ptr<Communicator> world, DeviceStorage* storage = nullptr) : world_(std::move(world)) {
     if (storage) memory_.set_storage(storage);
+    world_->use_storage(memory_.storage());
   }
 
  private:

@@ -16,8 +16,10 @@ class DeviceStorage {
   virtual void release(void* pointer, std::size_t bytes) noexcept = 0;
   virtual void upload(void* device_dst, const void* host_src, std::size_t bytes) = 0;
   virtual void download(void* host_dst, const void* device_src, std::size_t bytes) = 0;
-  virtual void copy(void* device_dst, const void* device_src, std::size_t bytes) = 0;
-  virtual void zero(void* device_dst, std::size_t bytes) = 0;
+  // copy and zero take this storage's memory or host memory on either side (a communicator that
+  // copies bytes itself gets both); host memory they write is ready when they return.
+  virtual void copy(void* dst, const void* src, std::size_t bytes) = 0;
+  virtual void zero(void* dst, std::size_t bytes) = 0;
 };
 
 // Plain host memory (calloc/free, memcpy): the CPU backend's and a bare MemoryTracker's.

@@ -9,6 +9,8 @@
 
 namespace sixfold {
 
+class DeviceStorage;
+
 enum class ElemType { F32, F64, I32, I64 };
 enum class ReduceOp { Sum, Max };
 long elem_size(ElemType t);
@@ -35,6 +37,13 @@ class Communicator {
   virtual const std::string& name() const = 0;
   // Ranks with the same color form a group, ordered by key (MPI_Comm_split semantics).
   virtual std::unique_ptr<Communicator> split(int color, int key, const std::string& name) = 0;
+  // Whether the ranks are processes of their own (false for one emulated rank of a bigger layout,
+  // which a GPU backend must not join to an NCCL world).
+  virtual bool spans_processes() const { return size() > 1; }
+  // Where the tensors handed to this communicator live (the backend says so when it starts); a
+  // communicator that moves bytes itself (the emulated one) copies through it. Groups split later
+  // inherit it.
+  virtual void use_storage(DeviceStorage&) {}
 
   virtual void all_reduce(void* buffer, long count, ElemType type, ReduceOp op) = 0;
   virtual std::unique_ptr<PendingOp> start_all_reduce(void* buffer, long count, ElemType type) = 0;

@@ -49,7 +49,7 @@ class SplitRecorder : public Communicator {
 
 EmulatedCommunicator::EmulatedCommunicator(int rank, int size, std::string name,
                                            std::vector<std::vector<std::pair<int, int>>> split_table)
-    : rank_(rank), size_(size), name_(std::move(name)), split_table_(std::move(split_table)) {}
+    : rank_(rank), size_(size), name_(std::move(name)), split_table_(std::move(split_table)), storage_(&host_storage()) {}
 
 std::unique_ptr<Communicator> EmulatedCommunicator::split(int color, int key, const std::string& name) {
   if (splits_done_ >= split_table_.size())
@@ -64,7 +64,9 @@ std::unique_ptr<Communicator> EmulatedCommunicator::split(int color, int key, co
     if (members[r].first == color) group.emplace_back(members[r].second, r);
   std::sort(group.begin(), group.end());
   const int my_rank = int(std::find(group.begin(), group.end(), std::pair{key, rank_}) - group.begin());
-  return std::make_unique<EmulatedCommunicator>(my_rank, int(group.size()), name + " (emulated)");
+  auto child = std::make_unique<EmulatedCommunicator>(my_rank, int(group.size()), name + " (emulated)");
+  child->use_storage(*storage_);
+  return child;
 }
 
 std::unique_ptr<PendingOp> EmulatedCommunicator::start_all_reduce(void*, long, ElemType) {
@@ -75,14 +77,14 @@ void EmulatedCommunicator::all_gather(const void* send, void* recv, long count, 
   const long bytes = count * elem_size(type);
   for (int r = 0; r < size_; ++r) {
     char* slot = static_cast<char*>(recv) + r * bytes;
-    if (slot != send) std::memmove(slot, send, bytes);
+    if (slot != send) storage_->copy(slot, send, bytes);
   }
 }
 
 void EmulatedCommunicator::reduce_scatter(const void* send, void* recv, long count, ElemType type) {
   const long bytes = count * elem_size(type);
   const char* mine = static_cast<const char*>(send) + rank_ * bytes;
-  if (mine != recv) std::memmove(recv, mine, bytes);
+  if (mine != recv) storage_->copy(recv, mine, bytes);
 }
 
 void EmulatedCommunicator::all_to_all_v(const void* send, const long* send_counts, void* recv,
@@ -92,16 +94,16 @@ void EmulatedCommunicator::all_to_all_v(const void* send, const long* send_count
   for (int r = 0; r < size_; ++r) {
     const long copied = std::min(send_counts[r], recv_counts[r]);
     char* out = static_cast<char*>(recv) + recv_offset * elem;
-    std::memmove(out, static_cast<const char*>(send) + send_offset * elem, copied * elem);
-    std::memset(out + copied * elem, 0, (recv_counts[r] - copied) * elem);
+    storage_->copy(out, static_cast<const char*>(send) + send_offset * elem, copied * elem);
+    storage_->zero(out + copied * elem, (recv_counts[r] - copied) * elem);
     send_offset += send_counts[r];
     recv_offset += recv_counts[r];
   }
 }
 
 void EmulatedCommunicator::send(const void* buffer, long count, ElemType type, int, int) {
-  const char* p = static_cast<const char*>(buffer);
-  sent_.emplace_back(p, p + count * elem_size(type));
+  sent_.emplace_back(std::size_t(count) * elem_size(type));
+  storage_->copy(sent_.back().data(), buffer, sent_.back().size());
   if (sent_.size() > 4) sent_.pop_front();  // a pipeline stage sends at most one per direction in flight
 }
 
@@ -109,10 +111,10 @@ void EmulatedCommunicator::recv(void* buffer, long count, ElemType type, int, in
   const std::size_t bytes = std::size_t(count) * elem_size(type);
   for (auto it = sent_.rbegin(); it != sent_.rend(); ++it)
     if (it->size() == bytes) {
-      std::memcpy(buffer, it->data(), bytes);
+      storage_->copy(buffer, it->data(), bytes);
       return;
     }
-  std::memset(buffer, 0, bytes);
+  storage_->zero(buffer, bytes);
 }
 
 std::unique_ptr<Communicator> make_emulated_world(const Layout& layout, int rank) {

@@ -8,11 +8,13 @@
 //   all_to_all_v                    block i of the input into block i of the output
 //   recv                            the last message this rank sent of the same size (else zeros)
 // The losses are therefore not a training run's, and communication times are modeled elsewhere,
-// never measured here. Groups follow MPI_Comm_split semantics exactly: the colors and keys of
+// never measured here. The copies go through the backend's storage (use_storage), so the buffers
+// may be GPU memory. Groups follow MPI_Comm_split semantics exactly: the colors and keys of
 // every world rank are recorded by running make_process_groups once per rank.
 #include <deque>
 #include <vector>
 
+#include "executor/backend/device_storage.hpp"
 #include "executor/comm/communicator.hpp"
 #include "models/layout.hpp"
 
@@ -28,6 +30,8 @@ class EmulatedCommunicator : public Communicator {
   int size() const override { return size_; }
   const std::string& name() const override { return name_; }
   std::unique_ptr<Communicator> split(int color, int key, const std::string& name) override;
+  bool spans_processes() const override { return false; }
+  void use_storage(DeviceStorage& storage) override { storage_ = &storage; }
   void all_reduce(void*, long, ElemType, ReduceOp) override {}
   std::unique_ptr<PendingOp> start_all_reduce(void*, long, ElemType) override;
   void all_gather(const void* send, void* recv, long count, ElemType type) override;
@@ -45,7 +49,8 @@ class EmulatedCommunicator : public Communicator {
   std::string name_;
   std::vector<std::vector<std::pair<int, int>>> split_table_;
   std::size_t splits_done_ = 0;
-  std::deque<std::vector<char>> sent_;  // the last few messages sent, newest last
+  std::deque<std::vector<char>> sent_;  // the last few messages sent, newest last (host copies)
+  DeviceStorage* storage_;              // where the buffers live: host memory until a backend says
 };
 
 // The world of rank `rank` of `layout`, ready for make_process_groups. UsageError when rank is

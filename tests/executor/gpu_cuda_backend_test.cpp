@@ -139,3 +139,22 @@ TEST_CASE("cuda backend: memory accounting by category equals the CPU backend's"
   CHECK(gpu.memory_per_rank[0].peak_total == cpu.memory_per_rank[0].peak_total);
   CHECK(gpu.memory_per_rank[0].peak_by_category[int(MemoryCategory::Weights)] > 0);
 }
+
+TEST_CASE("cuda backend: an emulated rank of a bigger layout runs on one GPU, with the CPU's losses") {
+  // No NCCL world for an emulated rank; its collectives copy device tensors through the backend.
+  Layout l;
+  l.tp = 2;
+  l.sp = true;
+  l.pp = 2;
+  l.dp = 2;
+  l.zero = 3;
+  RunOptions opt;
+  opt.steps = 2;
+  opt.precision = Precision::Float64;
+  opt.emulate_rank = 5;
+  const RunReport cpu = run_plan(tiny_model(), l, tiny_workload(), opt);
+  opt.backend = "cuda";
+  const RunReport gpu = run_plan(tiny_model(), l, tiny_workload(), opt);
+  REQUIRE(gpu.losses.size() == cpu.losses.size());
+  for (size_t s = 0; s < cpu.losses.size(); ++s) CHECK(gpu.losses[s] == doctest::Approx(cpu.losses[s]).epsilon(1e-10));
+}

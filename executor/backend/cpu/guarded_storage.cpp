@@ -91,6 +91,8 @@ class GuardedCommunicator : public Communicator {
   int rank() const override { return inner_->rank(); }
   int size() const override { return inner_->size(); }
   const std::string& name() const override { return inner_->name(); }
+  bool spans_processes() const override { return inner_->spans_processes(); }
+  void use_storage(DeviceStorage& storage) override { inner_->use_storage(storage); }
   std::unique_ptr<Communicator> split(int color, int key, const std::string& name) override {
     return std::make_unique<GuardedCommunicator>(inner_->split(color, key, name), w_);
   }

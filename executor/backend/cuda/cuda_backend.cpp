@@ -102,7 +102,8 @@ std::unique_ptr<Backend> make_cuda_backend(std::unique_ptr<Communicator> world, 
   int local = local_rank_from_environment();
   if (local < 0) local = world->rank();
   auto streams = std::make_shared<CudaStreams>(local % devices);
-  if (world->size() > 1) world = make_nccl_world(std::move(world), streams, options.timeout_s);
+  // An emulated rank of a bigger layout stays alone: its collectives are the emulation's copies.
+  if (world->spans_processes()) world = make_nccl_world(std::move(world), streams, options.timeout_s);
   auto storage = std::make_unique<CudaStorage>(streams);
   return std::make_unique<CudaBackend>(std::move(world), std::move(streams), std::move(storage), options);
 }
@@ -119,15 +120,7 @@ void cuda_write_trace(Backend& backend, int rank, const std::string& title, cons
   b->recorder()->write_chrome_trace(rank, title, path);
 }
 
-bool cuda_is_device_memory(const void* pointer) {
-  if (!pointer) return false;
-  cudaPointerAttributes a{};
-  if (cudaPointerGetAttributes(&a, pointer) != cudaSuccess) {
-    cudaGetLastError();
-    return false;
-  }
-  return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
-}
+bool cuda_is_device_memory(const void* pointer) { return is_device_memory(pointer); }
 
 std::string cuda_device_name(const Backend& backend) {
   if (auto* b = dynamic_cast<const CudaBackend*>(&backend)) return b->device_name();

@@ -31,6 +31,16 @@ void CudaStreams::compute_after_comm() {
   CHECK_CUDA(cudaStreamWaitEvent(compute, comm_done, 0));
 }
 
+bool is_device_memory(const void* pointer) {
+  if (!pointer) return false;
+  cudaPointerAttributes a{};
+  if (cudaPointerGetAttributes(&a, pointer) != cudaSuccess) {
+    cudaGetLastError();  // clear the error of an unknown pointer
+    return false;
+  }
+  return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
+}
+
 DeviceStaging::~DeviceStaging() {
   if (data_) cudaFree(data_);
 }

@@ -49,6 +49,9 @@ class DeviceStaging {
   std::size_t bytes_ = 0;
 };
 
+// Whether `pointer` is GPU memory (device or managed) rather than host memory.
+bool is_device_memory(const void* pointer);
+
 // Waits for `stream` to drain, at most timeout_s seconds; then throws sixfold::Error naming the
 // operation and the group (the CPU backend's rule: a message instead of a hang). `on_timeout` runs
 // before the throw (an NCCL communicator aborts itself there so the stream can be torn down).

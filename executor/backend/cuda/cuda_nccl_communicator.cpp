@@ -26,17 +26,9 @@ ncclDataType_t nccl_type(ElemType t) {
   throw Error("unknown element type for NCCL");
 }
 
-// Whether the runtime handed GPU memory (its tensors) rather than host memory (counts, the loss,
-// the memory report): GPU memory goes to NCCL as it is, host memory is staged through the GPU.
-bool on_device(const void* p) {
-  if (!p) return false;
-  cudaPointerAttributes a{};
-  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
-    cudaGetLastError();  // clear the sticky "invalid value" of an unknown pointer
-    return false;
-  }
-  return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
-}
+// GPU memory (the runtime's tensors) goes to NCCL as it is; host memory (counts, the loss, the
+// memory report) is staged through the GPU.
+bool on_device(const void* p) { return is_device_memory(p); }
 
 // Runs on timeout: aborting the communicator frees the stream stuck in its kernel (NCCL docs,
 // "ncclCommAbort").

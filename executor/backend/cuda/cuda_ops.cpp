@@ -1,5 +1,6 @@
 #include "executor/backend/cuda/cuda_ops.hpp"
 
+#include <cstring>
 #include <initializer_list>
 #include <utility>
 #include <vector>
@@ -35,11 +36,24 @@ void CudaStorage::download(void* dst, const void* src, std::size_t bytes) {
 }
 
 void CudaStorage::copy(void* dst, const void* src, std::size_t bytes) {
-  if (bytes > 0) CHECK_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, streams_->compute));
+  if (bytes == 0) return;
+  if (is_device_memory(dst) && is_device_memory(src)) {
+    CHECK_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, streams_->compute));
+    return;
+  }
+  // A host side (the emulated communicator's messages and counts): after the stream's work, at once.
+  CHECK_CUDA(cudaStreamSynchronize(streams_->compute));
+  CHECK_CUDA(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault));
 }
 
 void CudaStorage::zero(void* dst, std::size_t bytes) {
-  if (bytes > 0) CHECK_CUDA(cudaMemsetAsync(dst, 0, bytes, streams_->compute));
+  if (bytes == 0) return;
+  if (is_device_memory(dst)) {
+    CHECK_CUDA(cudaMemsetAsync(dst, 0, bytes, streams_->compute));
+    return;
+  }
+  CHECK_CUDA(cudaStreamSynchronize(streams_->compute));
+  std::memset(dst, 0, bytes);
 }
 
 namespace {
