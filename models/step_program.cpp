@@ -683,8 +683,13 @@ StageEdges make_edges(const ModelSpec& m, const Layout& l, const Workload& w, co
     // besides its fp32 copy; unfused F.cross_entropy's backward holds the fp32 gradient arriving
     // at the log-softmax and the one it produces next to the saved log-softmax (2 x 4 bytes);
     // flash-attn's fused loss writes one low-precision gradient next to the saved logits.
+    // Under TP the torch loss is DTensor's loss_parallel (torchtitan's default whenever tp > 1,
+    // ParallelDims.loss_parallel_enabled): its fused backward (torch/distributed/tensor/parallel/
+    // loss.py, _nll_loss_and_log_softmax_backward) computes (zeros_like(x) + exp(x)) * grad next
+    // to the saved log-softmax x, so three fp32 transients of the shard are live (3 x 4 bytes).
     const CrossEntropy ce = cross_entropy_of(w);
-    st.logits_bytes = ce == CrossEntropy::TorchFp32 ? Bytes(T * vocab_rank * 8) : Bytes(T * vocab_rank * a);
+    const Count torch_transients = l.tp > 1 ? 3 : 2;
+    st.logits_bytes = ce == CrossEntropy::TorchFp32 ? Bytes(T * vocab_rank * 4 * torch_transients) : Bytes(T * vocab_rank * a);
     const bool head_is_embedding_copy = m.tied_embeddings && first;  // one stage holds both
     if (!head_is_embedding_copy) st.dense_params += vocab_rank * h;
     st.dense_params += m.norm == NormKind::LayerNorm ? 2 * h : h;

@@ -71,6 +71,23 @@ TEST_CASE("cross-entropy: each implementation holds its own logits copies and mo
   CHECK(pf.time.step < pt.time.step);
 }
 
+TEST_CASE("cross-entropy: under TP the torch loss is DTensor's loss_parallel, one more fp32 copy of the shard") {
+  // torch/distributed/tensor/parallel/loss.py: the fused backward computes
+  // (zeros_like(x) + exp(x)) * grad next to the saved log-softmax: three fp32 transients of the
+  // vocabulary shard where the aten loss has two. torchtitan turns it on whenever tp > 1.
+  const ModelSpec m = load_model("llama3-8b");
+  Layout tp = layout();
+  tp.dp = 4;
+  tp.tp = 2;
+  tp.sp = true;
+  const StepProgram p = expand_step_program(m, tp, work(CrossEntropy::Default));
+  const double T = 8 * 2048, shard = double(m.vocab / 2);
+  CHECK(p.stages[0].edges->logits_bytes == doctest::Approx(12 * T * shard));
+  // Megatron's vocab-parallel loss keeps its one low-precision copy under TP.
+  const StepProgram meg = expand_step_program(m, tp, work(CrossEntropy::MegatronFp32));
+  CHECK(meg.stages[0].edges->logits_bytes == doctest::Approx(2 * T * shard));
+}
+
 TEST_CASE("training-metric passes: cross-entropy forwards over the logits after the backward, no gradient, no saved bytes") {
   const ModelSpec m = load_model("llama3-8b");
   const double logits = double(8 * 2048) * double(m.vocab);
