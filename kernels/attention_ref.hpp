@@ -15,8 +15,8 @@ namespace sixfold {
 // Query i of head h.
 template <class T>
 SIXFOLD_HD void attention_forward_query(const T* q, const T* k, const T* v, T* out, T* lse, const int* q_pos,
-                                        const int* k_pos, int tq, int tk, int heads, int kv_heads, int d, T scale, int h,
-                                        int i) {
+                                        const int* k_pos, int tq, int tk, int heads, int kv_heads, int d, T scale,
+                                        int h, int i) {
   const int kvh = h / (heads / kv_heads);
   const T* qi = q + (long(i) * heads + h) * d;
   T* oi = out + (long(i) * heads + h) * d;
@@ -52,7 +52,8 @@ template <class T>
 void attention_forward_ref(const T* q, const T* k, const T* v, T* out, T* lse, const int* q_pos, const int* k_pos,
                            int tq, int tk, int heads, int kv_heads, int d, T scale) {
   for (int h = 0; h < heads; ++h)
-    for (int i = 0; i < tq; ++i) attention_forward_query(q, k, v, out, lse, q_pos, k_pos, tq, tk, heads, kv_heads, d, scale, h, i);
+    for (int i = 0; i < tq; ++i)
+      attention_forward_query(q, k, v, out, lse, q_pos, k_pos, tq, tk, heads, kv_heads, d, scale, h, i);
 }
 
 // Given the final out and lse (after any merge), the gradient of each key block is local:
@@ -115,8 +116,8 @@ SIXFOLD_HD void attention_backward_key(const T* dout, const T* q, const T* k, co
       const double l = lse[long(h) * tq + i];
       if (is_infinite(l)) continue;
       double p, ds;
-      attention_pair(dout, q, k, v, l, attention_row_dot(dout, out, heads, d, h, i), heads, kv_heads, d, scale, h, i,
-                     j, p, ds);
+      attention_pair(dout, q, k, v, l, attention_row_dot(dout, out, heads, d, h, i), heads, kv_heads, d, scale, h, i, j,
+                     p, ds);
       const long qoff = (long(i) * heads + h) * d;
       for (int c = 0; c < d; ++c) {
         dk_accum[koff + c] = T(dk_accum[koff + c] + ds * q[qoff + c]);

@@ -53,7 +53,8 @@ void topk_router_ref(const T* logits, int tokens, int experts, int k, int* exper
 template <class T>
 void topk_router_backward_ref(const T* dgate_weight, const int* expert_index, const T* gate_weight, T* dlogits,
                               int tokens, int experts, int k) {
-  for (int t = 0; t < tokens; ++t) topk_router_backward_token(dgate_weight, expert_index, gate_weight, dlogits, experts, k, t);
+  for (int t = 0; t < tokens; ++t)
+    topk_router_backward_token(dgate_weight, expert_index, gate_weight, dlogits, experts, k, t);
 }
 
 // sorted_slot_of_assignment[t * k + c]: row of assignment (t, c) in the expert-sorted order;

@@ -48,8 +48,7 @@ void rmsnorm_forward_ref(const T* x, const T* w, T* y, T* rstd, int rows, int co
 }
 
 template <class T>
-void rmsnorm_backward_ref(const T* dy, const T* x, const T* w, const T* rstd, T* dx, T* dw_accum, int rows,
-                          int cols) {
+void rmsnorm_backward_ref(const T* dy, const T* x, const T* w, const T* rstd, T* dx, T* dw_accum, int rows, int cols) {
   for (int r = 0; r < rows; ++r) rmsnorm_backward_row(dy, x, w, rstd, dx, r, cols);
   for (int c = 0; c < cols; ++c) rmsnorm_weight_grad_column(dy, x, rstd, dw_accum, rows, cols, c);
 }
@@ -101,14 +100,13 @@ SIXFOLD_HD void layernorm_param_grad_column(const T* dy, const T* x, const T* me
 }
 
 template <class T>
-void layernorm_forward_ref(const T* x, const T* w, const T* b, T* y, T* mean, T* rstd, int rows, int cols,
-                           T eps) {
+void layernorm_forward_ref(const T* x, const T* w, const T* b, T* y, T* mean, T* rstd, int rows, int cols, T eps) {
   for (int r = 0; r < rows; ++r) layernorm_forward_row(x, w, b, y, mean, rstd, r, cols, eps);
 }
 
 template <class T>
-void layernorm_backward_ref(const T* dy, const T* x, const T* w, const T* mean, const T* rstd, T* dx,
-                            T* dw_accum, T* db_accum, int rows, int cols) {
+void layernorm_backward_ref(const T* dy, const T* x, const T* w, const T* mean, const T* rstd, T* dx, T* dw_accum,
+                            T* db_accum, int rows, int cols) {
   for (int r = 0; r < rows; ++r) layernorm_backward_row(dy, x, w, mean, rstd, dx, r, cols);
   for (int c = 0; c < cols; ++c) layernorm_param_grad_column(dy, x, mean, rstd, dw_accum, db_accum, rows, cols, c);
 }

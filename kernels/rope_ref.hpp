@@ -27,16 +27,18 @@ SIXFOLD_HD void rope_row(const T* x, T* y, const int* positions, int heads, int 
 }
 
 template <class T>
-void rope_forward_ref(const T* x, T* y, const int* positions, int tokens, int heads, int head_dim,
-                      int rotary_dim, double theta) {
-  for (long th = 0; th < long(tokens) * heads; ++th) rope_row(x, y, positions, heads, head_dim, rotary_dim, theta, 1.0, th);
+void rope_forward_ref(const T* x, T* y, const int* positions, int tokens, int heads, int head_dim, int rotary_dim,
+                      double theta) {
+  for (long th = 0; th < long(tokens) * heads; ++th)
+    rope_row(x, y, positions, heads, head_dim, rotary_dim, theta, 1.0, th);
 }
 
 // The rotation is orthogonal, so the gradient is the rotation by the opposite angle.
 template <class T>
-void rope_backward_ref(const T* dy, T* dx, const int* positions, int tokens, int heads, int head_dim,
-                       int rotary_dim, double theta) {
-  for (long th = 0; th < long(tokens) * heads; ++th) rope_row(dy, dx, positions, heads, head_dim, rotary_dim, theta, -1.0, th);
+void rope_backward_ref(const T* dy, T* dx, const int* positions, int tokens, int heads, int head_dim, int rotary_dim,
+                       double theta) {
+  for (long th = 0; th < long(tokens) * heads; ++th)
+    rope_row(dy, dx, positions, heads, head_dim, rotary_dim, theta, -1.0, th);
 }
 
 }  // namespace sixfold

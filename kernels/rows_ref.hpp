@@ -8,7 +8,8 @@ namespace sixfold {
 
 // dst[dst_index[i], c] = src[src_index[i], c], element e = (i, c) of [n, width].
 template <class T>
-SIXFOLD_HD void copy_rows_element(const T* src, const int* src_index, T* dst, const int* dst_index, long width, long e) {
+SIXFOLD_HD void copy_rows_element(const T* src, const int* src_index, T* dst, const int* dst_index, long width,
+                                  long e) {
   const long i = e / width, c = e % width;
   dst[long(dst_index[i]) * width + c] = src[long(src_index[i]) * width + c];
 }
@@ -49,7 +50,8 @@ void sum_rows_ref(const T* src, const int* index, long tokens, int k, long width
 template <class T>
 void embedding_forward_ref(const T* table, const int* tokens, long rows, long vocab_start, long vocab_local, long width,
                            T* out) {
-  for (long e = 0; e < rows * width; ++e) embedding_forward_element(table, tokens, vocab_start, vocab_local, width, out, e);
+  for (long e = 0; e < rows * width; ++e)
+    embedding_forward_element(table, tokens, vocab_start, vocab_local, width, out, e);
 }
 // grad[token_r - vocab_start, :] += dout[r, :] for tokens of this shard, rows in order (the
 // device adds atomically instead: same sums, any order).

@@ -14,8 +14,8 @@ class DeviceOps {
   virtual ~DeviceOps() = default;
 
   // ---- element-wise and row-wise ----
-  virtual void add(T* y, const T* x, long n) = 0;                                  // y += x
-  virtual void scale_rows(T* x, const T* row_scale, long rows, long width) = 0;    // x[r, :] *= s[r]
+  virtual void add(T* y, const T* x, long n) = 0;                                   // y += x
+  virtual void scale_rows(T* x, const T* row_scale, long rows, long width) = 0;     // x[r, :] *= s[r]
   virtual void row_dot(const T* a, const T* b, T* out, long rows, long width) = 0;  // out[r] = a[r, :] . b[r, :]
   virtual double sum_squares(const T* x, long n) = 0;
   // dst[dst_index[i], :] = src[src_index[i], :] for i < n (rows of `width`).
@@ -35,12 +35,12 @@ class DeviceOps {
                                 int cols) = 0;
   virtual void layernorm_forward(const T* x, const T* w, const T* b, T* y, T* mean, T* rstd, int rows, int cols,
                                  T eps) = 0;
-  virtual void layernorm_backward(const T* dy, const T* x, const T* w, const T* mean, const T* rstd, T* dx,
-                                  T* dw_accum, T* db_accum, int rows, int cols) = 0;
+  virtual void layernorm_backward(const T* dy, const T* x, const T* w, const T* mean, const T* rstd, T* dx, T* dw_accum,
+                                  T* db_accum, int rows, int cols) = 0;
 
   // ---- rotary embedding (kernels/rope_ref.hpp) ----
-  virtual void rope_forward(const T* x, T* y, const int* positions, int tokens, int heads, int head_dim,
-                            int rotary_dim, double theta) = 0;
+  virtual void rope_forward(const T* x, T* y, const int* positions, int tokens, int heads, int head_dim, int rotary_dim,
+                            double theta) = 0;
   virtual void rope_backward(const T* dy, T* dx, const int* positions, int tokens, int heads, int head_dim,
                              int rotary_dim, double theta) = 0;
 
@@ -51,10 +51,10 @@ class DeviceOps {
   virtual void gelu_backward(const T* dy, const T* x, T* dx, long n) = 0;
 
   // ---- attention (kernels/attention_ref.hpp) ----
-  virtual void attention_forward(const T* q, const T* k, const T* v, T* out, T* lse, const int* q_pos,
-                                 const int* k_pos, int tq, int tk, int heads, int kv_heads, int d, T scale) = 0;
-  virtual void attention_backward(const T* dout, const T* q, const T* k, const T* v, const T* out, const T* lse,
-                                  T* dq, T* dk_accum, T* dv_accum, const int* q_pos, const int* k_pos, int tq, int tk,
+  virtual void attention_forward(const T* q, const T* k, const T* v, T* out, T* lse, const int* q_pos, const int* k_pos,
+                                 int tq, int tk, int heads, int kv_heads, int d, T scale) = 0;
+  virtual void attention_backward(const T* dout, const T* q, const T* k, const T* v, const T* out, const T* lse, T* dq,
+                                  T* dk_accum, T* dv_accum, const int* q_pos, const int* k_pos, int tq, int tk,
                                   int heads, int kv_heads, int d, T scale) = 0;
   virtual void merge_attention_partial(T* out, T* lse, const T* out_b, const T* lse_b, int tq, int heads, int d) = 0;
 

@@ -4,7 +4,6 @@
 // anywhere in the runtime (a copy, a loop over a buffer) would end the test with SIGSEGV: this is
 // what the CUDA backend relies on to keep every activation, weight and gradient in GPU memory.
 #include <doctest/doctest.h>
-
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -113,7 +112,7 @@ TEST_CASE("device residency: a host read of a guarded tensor outside the backend
   const pid_t child = fork();
   REQUIRE(child >= 0);
   if (child == 0) {
-    std::signal(SIGSEGV, SIG_DFL);  // the test framework's handler would report a crash of its own
+    std::signal(SIGSEGV, SIG_DFL);   // the test framework's handler would report a crash of its own
     volatile float x = t.data()[7];  // outside any backend call
     (void)x;
     _exit(0);

@@ -137,9 +137,9 @@ void CpuOps<T>::attention_forward(const T* q, const T* k, const T* v, T* out, T*
 }
 
 template <class T>
-void CpuOps<T>::attention_backward(const T* dout, const T* q, const T* k, const T* v, const T* out, const T* lse,
-                                   T* dq, T* dk_accum, T* dv_accum, const int* q_pos, const int* k_pos, int tq,
-                                   int tk, int heads, int kv_heads, int d, T scale) {
+void CpuOps<T>::attention_backward(const T* dout, const T* q, const T* k, const T* v, const T* out, const T* lse, T* dq,
+                                   T* dk_accum, T* dv_accum, const int* q_pos, const int* k_pos, int tq, int tk,
+                                   int heads, int kv_heads, int d, T scale) {
   OpenWindow open(window_);
   attention_backward_ref(dout, q, k, v, out, lse, dq, dk_accum, dv_accum, q_pos, k_pos, tq, tk, heads, kv_heads, d,
                          scale);

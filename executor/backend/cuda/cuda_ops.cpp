@@ -67,7 +67,9 @@ class CudaOps final : public DeviceOps<T> {
 
   void add(T* y, const T* x, long n) override { g::add(y, x, n, s()); }
   void scale_rows(T* x, const T* sc, long rows, long width) override { g::scale_rows(x, sc, rows, width, s()); }
-  void row_dot(const T* a, const T* b, T* out, long rows, long width) override { g::row_dot(a, b, out, rows, width, s()); }
+  void row_dot(const T* a, const T* b, T* out, long rows, long width) override {
+    g::row_dot(a, b, out, rows, width, s());
+  }
   double sum_squares(const T* x, long n) override {
     auto* result = static_cast<double*>(scalar_.ensure(sizeof(double)));
     g::sum_squares(x, n, result, s());
@@ -100,7 +102,8 @@ class CudaOps final : public DeviceOps<T> {
   void rmsnorm_backward(const T* dy, const T* x, const T* w, const T* rstd, T* dx, T* dw, int rows, int cols) override {
     g::rmsnorm_backward(dy, x, w, rstd, dx, dw, rows, cols, s());
   }
-  void layernorm_forward(const T* x, const T* w, const T* b, T* y, T* mean, T* rstd, int rows, int cols, T eps) override {
+  void layernorm_forward(const T* x, const T* w, const T* b, T* y, T* mean, T* rstd, int rows, int cols,
+                         T eps) override {
     g::layernorm_forward(x, w, b, y, mean, rstd, rows, cols, eps, s());
   }
   void layernorm_backward(const T* dy, const T* x, const T* w, const T* mean, const T* rstd, T* dx, T* dw, T* db,
