@@ -109,7 +109,11 @@ RunReport run_plan(const ModelSpec& model, const Layout& layout, const Workload&
 
 RunReport run_plan_on(const ModelSpec& model, const Layout& layout, const Workload& work, const RunOptions& options,
                       std::unique_ptr<Communicator> world) {
-  auto backend = make_run_backend(options, std::move(world));
+  return run_plan_on(model, layout, work, options, make_run_backend(options, std::move(world)));
+}
+
+RunReport run_plan_on(const ModelSpec& model, const Layout& layout, const Workload& work, const RunOptions& options,
+                      std::unique_ptr<Backend> backend) {
   ProcessGroups groups = make_process_groups(layout, backend->world());
   RunReport report;
   report.world_size = backend->world().size();

@@ -86,5 +86,9 @@ RunReport run_plan(const ModelSpec& model, const Layout& layout, const Workload&
 // SelfCommunicator). world->size() must equal layout.gpus().
 RunReport run_plan_on(const ModelSpec& model, const Layout& layout, const Workload& work, const RunOptions& options,
                       std::unique_ptr<Communicator> world);
+// The same on a given backend (options.backend is not read): tests run the MPI layouts on the CPU
+// backend's guarded memory (make_guarded_cpu_backend).
+RunReport run_plan_on(const ModelSpec& model, const Layout& layout, const Workload& work, const RunOptions& options,
+                      std::unique_ptr<Backend> backend);
 
 }  // namespace sixfold

@@ -13,6 +13,7 @@
 
 #include "common/error.hpp"
 #include "executor/comm/communicator.hpp"
+#include "executor/backend/cpu/cpu_backend.hpp"
 #include "executor/runtime/run.hpp"
 #include "executor/comm/self_communicator.hpp"
 #include "models/rank_mesh.hpp"
@@ -145,7 +146,7 @@ bool ran_the_program(const ModelSpec& model, const Layout& l, const Workload& wo
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: mpi_equivalence <case> [float32|float64]\n");
+    std::fprintf(stderr, "usage: mpi_equivalence <case> [float32|float64] [guarded]\n");
     return 2;
   }
   try {
@@ -173,12 +174,18 @@ int main(int argc, char** argv) {
     Layout single;
     single.micro_batch = c.layout.micro_batch;
     const RunReport reference = run_plan_on(model, single, work, opt, std::make_unique<SelfCommunicator>());
-    const RunReport run = run_plan(model, c.layout, work, opt);
+    // guarded: the layout's ranks keep their tensors on memory only the backend's calls can reach
+    // (executor/backend/cpu/guarded_storage.hpp), with MPI moving it.
+    const bool guarded = argc > 3 && std::string(argv[3]) == "guarded";
+    const RunReport run =
+        guarded ? run_plan_on(model, c.layout, work, opt, make_guarded_cpu_backend(make_world_communicator(opt.timeout_s)))
+                : run_plan(model, c.layout, work, opt);
     double worst = 0;
     for (size_t s = 0; s < reference.losses.size(); ++s)
       worst = std::max(worst, std::abs(run.losses[s] - reference.losses[s]) / std::abs(reference.losses[s]));
     if (run.rank == 0) {
-      std::printf("%s (%s): %s\n", argv[1], to_string(opt.precision).c_str(), describe(c.layout).c_str());
+      std::printf("%s (%s%s): %s\n", argv[1], to_string(opt.precision).c_str(), guarded ? ", guarded memory" : "",
+                  describe(c.layout).c_str());
       for (size_t s = 0; s < reference.losses.size(); ++s)
         std::printf("  step %2zu  single %.15f  layout %.15f\n", s, reference.losses[s], run.losses[s]);
       const auto& peak = run.memory_per_rank[0].peak_by_category;
