@@ -7,7 +7,7 @@
 #include "kernels/adamw_ref.hpp"
 #include "kernels/attention_ref.hpp"
 #include "kernels/cross_entropy_ref.hpp"
-#include "kernels/cuda_check.cuh"
+#include "kernels/cuda_common.cuh"
 #include "kernels/cuda_generic_kernels.hpp"
 #include "kernels/moe_ref.hpp"
 #include "kernels/norm_ref.hpp"
@@ -19,14 +19,6 @@ namespace sixfold::cuda::generic {
 namespace {
 
 constexpr int kThreads = 256;
-
-cudaStream_t as_cuda(Stream s) { return static_cast<cudaStream_t>(s); }
-
-// Blocks for n threads (at least one; a grid-stride loop covers any n).
-unsigned blocks_for(long n) {
-  const long b = (n + kThreads - 1) / kThreads;
-  return unsigned(b < 1 ? 1 : (b > 65535L * 8 ? 65535L * 8 : b));
-}
 
 #define SIXFOLD_FOR_EACH(i, n) \
   for (long i = long(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); i += long(gridDim.x) * blockDim.x)
@@ -203,7 +195,7 @@ __global__ void adamw_k(T* param, const T* grad, T* m, T* v, long n, AdamwStep a
 
 #define SIXFOLD_LAUNCH(kernel, n, s, ...)                            \
   do {                                                               \
-    kernel<<<blocks_for(n), kThreads, 0, as_cuda(s)>>>(__VA_ARGS__); \
+    kernel<<<elementwise_blocks(n, kThreads), kThreads, 0, as_cuda(s)>>>(__VA_ARGS__); \
     CHECK_LAUNCH();                                                  \
   } while (0)
 

@@ -26,10 +26,6 @@ ncclDataType_t nccl_type(ElemType t) {
   throw Error("unknown element type for NCCL");
 }
 
-// GPU memory (the runtime's tensors) goes to NCCL as it is; host memory (counts, the loss, the
-// memory report) is staged through the GPU.
-bool on_device(const void* p) { return is_device_memory(p); }
-
 // Runs on timeout: aborting the communicator frees the stream stuck in its kernel (NCCL docs,
 // "ncclCommAbort").
 void abort_comm(void* comm) { ncclCommAbort(static_cast<ncclComm_t>(comm)); }
@@ -84,15 +80,16 @@ void NcclCommunicator::grow_staging(std::size_t bytes) {
 
 std::pair<void*, void*> NcclCommunicator::stage_in(const void* host, std::size_t send_bytes, std::size_t recv_bytes,
                                                    void* recv) {
-  CudaStreams& streams = *shared_->streams;
-  if ((send_bytes == 0 || on_device(host)) && (recv_bytes == 0 || on_device(recv))) {
-    streams.comm_after_compute();  // device tensors: NCCL reads and writes them in place
+  CudaStreams& s = *shared_->streams;
+  // GPU memory (the runtime's tensors) goes to NCCL as it is; host memory (counts, the loss, the
+  // memory report) is staged through the GPU.
+  if ((send_bytes == 0 || is_device_memory(host)) && (recv_bytes == 0 || is_device_memory(recv))) {
+    s.comm_after_compute();
     return {const_cast<void*>(host), recv};
   }
   const std::size_t recv_offset = (send_bytes + 255) / 256 * 256;
   grow_staging(recv_offset + recv_bytes);
   char* base = static_cast<char*>(staging_.data());
-  CudaStreams& s = *shared_->streams;
   if (send_bytes > 0) CHECK_CUDA(cudaMemcpyAsync(base, host, send_bytes, cudaMemcpyDefault, s.compute));
   s.comm_after_compute();
   return {base, base + recv_offset};
@@ -139,7 +136,7 @@ void NcclCommunicator::all_reduce(void* buffer, long count, ElemType type, Reduc
 std::unique_ptr<PendingOp> NcclCommunicator::start_all_reduce(void* buffer, long count, ElemType type) {
   launch_pending_sends();
   const std::size_t bytes = std::size_t(count) * elem_size(type);
-  const bool resident = on_device(buffer);
+  const bool resident = is_device_memory(buffer);
   auto pending = std::make_unique<NcclPendingAllReduce>(*this, resident ? nullptr : buffer, bytes);
   CudaStreams& s = *shared_->streams;
   void* device = buffer;
@@ -208,7 +205,7 @@ void NcclCommunicator::send(const void* buffer, long count, ElemType type, int p
   // A copy: the caller may reuse its buffer at once (MPI_Isend's contract is looser, but nothing
   // is gained by holding it). A device tensor is copied on the compute stream, which the
   // communication stream then waits for.
-  if (on_device(buffer)) {
+  if (is_device_memory(buffer)) {
     CudaStreams& s = *shared_->streams;
     CHECK_CUDA(cudaMemcpyAsync(staged->data(), buffer, bytes, cudaMemcpyDeviceToDevice, s.compute));
     s.comm_after_compute();
