@@ -109,6 +109,9 @@ void validate_layout(const ModelSpec& m, const Layout& l, const Workload& w, int
     need(m.activation == Activation::SwiGLU, "the activation's fp8 input store needs SwiGLU",
          "model " + m.name + " uses another activation");
   }
+  need(!w.compile || w.framework == Framework::Torchtitan, "torch.compile of the blocks is torchtitan's (training.compile)",
+       "--compile with framework " + to_string(w.framework) +
+           " (Megatron-LM and DeepSpeed run fused kernels of their own; use --framework torchtitan)");
   if (l.recompute_modules != 0) {
     namespace rm = recompute_module;
     const unsigned mods = l.recompute_modules;
@@ -316,7 +319,8 @@ AttentionKernel attention_kernel_of(const Workload& work) {
 CrossEntropy parse_cross_entropy(const std::string& s) {
   static const std::pair<const char*, CrossEntropy> t[] = {{"megatron", CrossEntropy::MegatronFp32},
                                                            {"torch", CrossEntropy::TorchFp32},
-                                                           {"flash-attn", CrossEntropy::FlashAttnFused}};
+                                                           {"flash-attn", CrossEntropy::FlashAttnFused},
+                                                           {"torch-compiled", CrossEntropy::TorchCompiled}};
   return parse_enum(s, "cross-entropy", t);
 }
 
@@ -326,12 +330,16 @@ std::string to_string(CrossEntropy c) {
     case CrossEntropy::MegatronFp32: return "megatron";
     case CrossEntropy::TorchFp32: return "torch";
     case CrossEntropy::FlashAttnFused: return "flash-attn";
+    case CrossEntropy::TorchCompiled: return "torch-compiled";
   }
   return "?";
 }
 
 CrossEntropy cross_entropy_of(const Workload& work) {
-  return work.cross_entropy != CrossEntropy::Default ? work.cross_entropy : framework_traits(work.framework).cross_entropy;
+  if (work.cross_entropy != CrossEntropy::Default) return work.cross_entropy;
+  // torchtitan compiles the loss with the blocks (components/loss.py, build_cross_entropy_loss).
+  if (work.compile && work.framework == Framework::Torchtitan) return CrossEntropy::TorchCompiled;
+  return framework_traits(work.framework).cross_entropy;
 }
 
 bool p2p_overlapped(const Workload& work, const Layout& layout) {

@@ -54,8 +54,16 @@ enum class AttentionKernel { Default, Flash1, Flash2, TeFused };
 // log-softmax and in its backward holds the incoming and outgoing fp32 gradients beside it;
 // flash-attn's fused cross-entropy (flash_attn/losses/cross_entropy.py, one kernel on the
 // low-precision logits) keeps those logits and the log-sum-exp, and its backward writes one
-// low-precision gradient. Default: the framework's (FrameworkTraits::cross_entropy).
-enum class CrossEntropy { Default, MegatronFp32, TorchFp32, FlashAttnFused };
+// low-precision gradient; torch.compile'd F.cross_entropy (torchtitan with compile on, since
+// commit bbb1b616e, 2025-04-02, components/loss.py build_cross_entropy_loss) is the same fusion:
+// Inductor folds the fp32 cast, log-softmax and gather into reductions over the low-precision
+// logits, saves them and the log-sum-exp, and writes one low-precision gradient. Default: the
+// framework's (FrameworkTraits::cross_entropy; torchtitan with Workload::compile: TorchCompiled).
+enum class CrossEntropy { Default, MegatronFp32, TorchFp32, FlashAttnFused, TorchCompiled };
+// The losses that run as one fused pass over the low-precision logits.
+inline bool fused_cross_entropy(CrossEntropy c) {
+  return c == CrossEntropy::FlashAttnFused || c == CrossEntropy::TorchCompiled;
+}
 
 // What differs between frameworks and changes memory or time.
 struct FrameworkTraits {
@@ -180,6 +188,13 @@ struct Workload {
   // shifted tokens, two norms, a 2h -> h projection, one transformer layer, the shared output head
   // and its loss.
   int mtp_layers = 0;
+  // torchtitan's training.compile (--compile): torch.compile of each transformer block
+  // (parallelize_llama.py apply_compile) and, since 2025-04, of the loss (CrossEntropy). Inductor's
+  // partitioner saves for the backward only what the backward graph reads, where eager selective
+  // checkpointing caches the output of every op its policy saves (step_program.cpp,
+  // select_op_checkpoint). Priced for memory and for the loss; the fusion of the blocks'
+  // pointwise kernels is not priced (their ops already cost what a fused kernel moves).
+  bool compile = false;
 };
 
 // Micro-batches per pipeline per step (gradient accumulation steps).
@@ -215,7 +230,7 @@ Framework parse_framework(const std::string& s);
 AttentionKernel parse_attention_kernel(const std::string& s);  // flash-attention-1 | flash-attention-2 | te-fused
 // The kernel a workload's flash attention runs: its own, or its framework's.
 AttentionKernel attention_kernel_of(const Workload& work);
-CrossEntropy parse_cross_entropy(const std::string& s);  // megatron | torch | flash-attn
+CrossEntropy parse_cross_entropy(const std::string& s);  // megatron | torch | flash-attn | torch-compiled
 CrossEntropy cross_entropy_of(const Workload& work);
 // Whether pipeline sends hide behind the next chunk's compute instead of blocking the stage:
 // Megatron's interleaved schedule with overlap_p2p_comm.

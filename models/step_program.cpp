@@ -343,11 +343,23 @@ void add_backward(std::vector<Op>& out, const Op& f) {
 }
 
 // torchtitan's op-level selective activation checkpointing (torchtitan
-// distributed/activation_checkpoint.py, "op" mode): inside each layer's checkpoint the outputs of
-// attention and of every other matmul (1st, 3rd, ...) are saved; everything else (norms, RoPE,
-// activations, the other matmuls) is recomputed in the backward. Fused GEMMs of the step program
-// count as the matmuls they fuse (q, k, v; gate and up).
-void select_op_checkpoint(LayerProgram& lp, const ModelSpec& m, const Dims& d, Bytes layer_input) {
+// distributed/activation_checkpoint.py, "op" mode; parallelize_llama.py at 9dec370, 2024-12):
+// inside each layer's checkpoint the outputs of attention and of every other matmul (1st, 3rd,
+// ...) are saved; everything else (norms, RoPE, activations, the other matmuls) is recomputed in
+// the backward. Fused GEMMs of the step program count as the matmuls they fuse (q, k, v; gate and
+// up). The policy's _save_list also names the SP reduce-scatters; their outputs are not counted
+// (no measured eager TP run to check them against, and compiled they are not kept).
+// Eager, torch.utils.checkpoint's caching dispatch mode stores the output of every op the policy
+// saves, whether or not a backward reads it. Compiled (Workload::compile), the policy tags the
+// joint graph and AOTAutograd's partitioner saves only tensors the backward graph reads: the
+// outputs that only enter the residual (the attention output projection's, the MLP's down
+// projection's) are not kept.
+bool read_by_no_backward(const Op& f) {
+  const std::string_view n = f.name;
+  return n == "out_proj" || n == "mlp_down" || n == "shared_down";
+}
+
+void select_op_checkpoint(LayerProgram& lp, const ModelSpec& m, const Dims& d, Bytes layer_input, bool compiled) {
   const bool glu = m.activation == Activation::SwiGLU;
   int mm = 0;
   Bytes saved = layer_input, rematerialised = 0;
@@ -371,7 +383,7 @@ void select_op_checkpoint(LayerProgram& lp, const ModelSpec& m, const Dims& d, B
       Count recomputed_width = 0;
       for (Count width : widths) {
         const Bytes out = Bytes(f.m * width * f.batch * d.act);
-        if (mm++ % 2 == 0) saved += out;
+        if (mm++ % 2 == 0) saved += compiled && read_by_no_backward(f) ? 0 : out;
         else {
           recomputed_width += width;
           rematerialised += out;
@@ -506,7 +518,7 @@ LayerProgram make_layer(const ModelSpec& m, const Layout& l, const Workload& w, 
       select_modules(lp, m, d, l.recompute_modules, core, moe);
       break;
     case Recompute::SelectiveOp:
-      select_op_checkpoint(lp, m, d, layer_input);
+      select_op_checkpoint(lp, m, d, layer_input, w.compile);
       break;
     case Recompute::Full:
       lp.saved = layer_input;
@@ -594,8 +606,9 @@ void add_head_input_grad(std::vector<Op>& backward, const Dims& d, const HeadNam
 //   (4 + a).
 // - F.cross_entropy on upcast logits: the cast, log-softmax and gather, the same traffic as
 //   Megatron's; it keeps the fp32 log-softmax.
-// - flash-attn's fused cross-entropy: one pass over the low-precision logits (online softmax) that
-//   keeps them and the log-sum-exp; its backward reads them and writes the gradient (a + a).
+// - flash-attn's fused cross-entropy, and torch.compile'd F.cross_entropy: one pass over the
+//   low-precision logits (online softmax) that keeps them and the log-sum-exp; its backward reads
+//   them and writes the gradient (a + a).
 // Bytes of the multi-kernel fp32 loss's forward per logit (Megatron's and F.cross_entropy's, above).
 double fp32_loss_forward_bytes(Count a) { return double(a + 36); }
 
@@ -606,10 +619,10 @@ void add_output_head(std::vector<Op>& ops, const Layout& l, const Dims& d, Count
   tp_enter(ops, d, n.allgather);
   ops.push_back(with_saved(gemm(n.gemm, OpClass::Gemm, T, vocab_rank, h), Bytes(d.gemm_input_tokens * h * a)));
   const double logits = double(T) * double(vocab_rank);
-  Op loss = ce == CrossEntropy::FlashAttnFused
+  Op loss = fused_cross_entropy(ce)
                 ? with_saved(memory(n.loss, OpClass::Loss, Bytes(logits * a)), Bytes(logits * a) + Bytes(T * 4))
                 : with_saved(memory(n.loss, OpClass::Loss, Bytes(logits * fp32_loss_forward_bytes(a))), Bytes(logits * 4));
-  loss.backward_bytes = ce == CrossEntropy::FlashAttnFused ? Bytes(logits * 2 * a) : Bytes(logits * (20 + a));
+  loss.backward_bytes = fused_cross_entropy(ce) ? Bytes(logits * 2 * a) : Bytes(logits * (20 + a));
   ops.push_back(loss);
   if (l.tp > 1) {
     // Max, sum-exp and target logit, reduced over the vocabulary shards; the loss's backward is
@@ -682,7 +695,8 @@ StageEdges make_edges(const ModelSpec& m, const Layout& l, const Workload& w, co
     // Transient logits at the loss's peak: Megatron's fused loss holds the low-precision logits
     // besides its fp32 copy; unfused F.cross_entropy's backward holds the fp32 gradient arriving
     // at the log-softmax and the one it produces next to the saved log-softmax (2 x 4 bytes);
-    // flash-attn's fused loss writes one low-precision gradient next to the saved logits.
+    // flash-attn's fused loss and the compiled torch loss write one low-precision gradient next
+    // to the saved logits.
     // Under TP the torch loss is DTensor's loss_parallel (torchtitan's default whenever tp > 1,
     // ParallelDims.loss_parallel_enabled): its fused backward (torch/distributed/tensor/parallel/
     // loss.py, _nll_loss_and_log_softmax_backward) computes (zeros_like(x) + exp(x)) * grad next

@@ -60,6 +60,7 @@ std::string export_megatron(const Scenario& s) {
   const Layout& l = s.layout;
   const ModelSpec& m = s.model;
   if (l.schedule == Schedule::GPipe) refuse("Megatron-LM", "GPipe schedule (Megatron runs 1F1B or interleaved 1F1B)");
+  if (s.work.compile) refuse("Megatron-LM", "torch.compile of the blocks (torchtitan's compile.enable; Megatron runs its own fused kernels)");
   if (l.schedule == Schedule::ZeroBubble) refuse("Megatron-LM", "zero-bubble schedule (not in Megatron-LM's schedules.py)");
   if (l.dp_overlap == DpOverlap::PerLayer)
     refuse("Megatron-LM", "per-layer gradient all-reduce (Megatron reduces in buckets: use dp_overlap bucketed)");
@@ -242,6 +243,7 @@ std::string export_deepspeed(const Scenario& s) {
   if (s.work.dtype == Dtype::FP8) refuse("DeepSpeed", "fp8 (needs TransformerEngine in the model code)");
   if (s.work.bf16_adam_moments) refuse("DeepSpeed", "bf16 Adam moments (DeepSpeed's Adam keeps them in fp32)");
   if (s.work.fp8_activation_input_store) refuse("DeepSpeed", "the SwiGLU's fp8 input store (Megatron-Core's activation_func_fp8_input_store)");
+  if (s.work.compile) refuse("DeepSpeed", "torch.compile of the blocks (torchtitan's compile.enable)");
   if (s.work.mtp_layers > 0) refuse("DeepSpeed", "multi-token prediction (Megatron's --mtp-num-layers)");
   nlohmann::ordered_json j;
   j["train_batch_size"] = s.work.global_batch;
@@ -340,6 +342,14 @@ std::string export_torchtitan(const Scenario& s) {
   o << "global_batch_size = " << s.work.global_batch << "\n";
   const char* precision = s.work.dtype == Dtype::FP32 ? "float32" : s.work.dtype == Dtype::FP16 ? "float16" : "bfloat16";
   o << "mixed_precision_param = \"" << precision << "\"\n";
+  // job_config.py's Compile: the blocks and the loss. Async TP runs only on compiled blocks
+  // (torchtitan refuses enable_async_tensor_parallel without compile), so it turns compile on;
+  // the memory priced for such a plan without --compile is then eager checkpointing's, the larger.
+  if (s.work.compile || l.tp_overlap) {
+    o << "\n[compile]\n";
+    o << "enable = true\n";
+    o << "components = [\"model\", \"loss\"]\n";
+  }
   return o.str();
 }
 

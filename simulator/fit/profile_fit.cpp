@@ -182,6 +182,7 @@ CrossValidation cross_validate_by_source(const std::vector<CsvTable>& tables, co
             row.error_pct[metric] = it->second;
             row.null_error_pct[metric] = nulls[t].rows[i].error_pct.at(metric);
           }
+        if (auto it = rr.error_pct.find("peak_mem_gib"); it != rr.error_pct.end()) row.error_pct[it->first] = it->second;
         if (!row.error_pct.empty()) rows.push_back(row);
       }
     fold.rows = int(rows.size());

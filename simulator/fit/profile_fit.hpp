@@ -43,7 +43,10 @@ void apply_fit(HardwareProfile& hw, const std::vector<FitParameter>& parameters)
 struct CvRow {
   std::string id, source, framework, gpu;
   int gpus = 0;
-  std::map<std::string, double> error_pct, null_error_pct;  // signed, per metric, out-of-fold
+  // Signed, per metric, out-of-fold. peak_mem_gib is scored but fits nothing and has no null model
+  // (the null model prices time only), so null_error_pct holds the throughput metrics alone.
+  std::map<std::string, double> error_pct, null_error_pct;
+  bool has_throughput() const { return !null_error_pct.empty(); }
 };
 struct CvFold {
   std::string source;

@@ -71,7 +71,15 @@ const Codebase kCodebases[] = {
     {"other", Framework::Megatron, false, false, "no codebase stated: Megatron-Core's behaviour, the common reference"},
 };
 
-enum class Setting { FlashAttention, DpOverlap, ModelFlopsCausalHalved, Zero3Synchronous, SelectiveRecompute, P2pOverlap };
+enum class Setting {
+  FlashAttention,
+  DpOverlap,
+  ModelFlopsCausalHalved,
+  Zero3Synchronous,
+  SelectiveRecompute,
+  P2pOverlap,
+  CompiledLoss
+};
 
 // What a codebase did by default in [from, until) (yyyymm; 0 = open). "*" is every codebase.
 // min_pp / zero_at_most restrict an entry to layouts where the behaviour applied. Later entries
@@ -128,6 +136,12 @@ const DatedDefault kDatedDefaults[] = {
      "--overlap-p2p-communication was opt-in"},
     {"llm-foundry", 0, 0, Setting::SelectiveRecompute, false, 1, 3,
      "Composer's FSDP activation checkpointing wraps whole blocks (activation_checkpointing: true)"},
+    {"*", 0, 0, Setting::CompiledLoss, true, 1, 3,
+     "torchtitan compiles the loss with the blocks: components/loss.py build_cross_entropy_loss since commit "
+     "bbb1b616e (2025-04-02); job_config.py Compile.components defaults to model and loss"},
+    {"torchtitan", 0, 202504, Setting::CompiledLoss, false, 1, 3,
+     "before bbb1b616e torchtitan compiled the blocks only: train.py (9dec370, 2024-12) 'TODO: compiling loss "
+     "function causes CUDA errors, turning off for now'"},
 };
 
 // The flash kernel a codebase ran before a date, where it was not the one it runs today. Later
@@ -182,7 +196,8 @@ std::optional<bool> flag01(const std::string& column, const std::string& v) {
 }  // namespace
 
 RunFacts parse_run_facts(const std::string& framework, const std::string& framework_date, const std::string& attention,
-                         const std::string& dp_overlap, const std::string& tp_overlap) {
+                         const std::string& dp_overlap, const std::string& tp_overlap,
+                         const std::string& compile) {
   RunFacts f;
   f.codebase = framework.empty() || framework == "unknown" ? "other" : framework;
   bool known = false;
@@ -210,6 +225,10 @@ RunFacts parse_run_facts(const std::string& framework, const std::string& framew
     throw Error("column 'attention': value '" + attention + "' is not flash, fused-softmax, unfused or empty");
   f.dp_overlap = flag01("dp_overlap", dp_overlap);
   f.tp_overlap = flag01("tp_overlap", tp_overlap);
+  f.compile = flag01("compile", compile);
+  if (f.compile.value_or(false) && f.codebase != "torchtitan")
+    throw Error("column 'compile': value '1' with framework '" + f.codebase +
+                "': torch.compile is modelled as torchtitan's training.compile (0 or empty for other codebases)");
   return f;
 }
 
@@ -239,6 +258,11 @@ RunSettings run_settings(const RunFacts& f, int pp, int zero) {
   s.model_flops_causal_halved = dated_default(f, Setting::ModelFlopsCausalHalved, pp, zero);
   s.has_selective_recompute = dated_default(f, Setting::SelectiveRecompute, pp, zero);
   s.overlap_p2p_comm = dated_default(f, Setting::P2pOverlap, pp, zero);
+  // Unstated: off, torchtitan's default (training.compile = false).
+  s.compile = f.compile.value_or(false);
+  s.filled_compile = !f.compile.has_value() && f.codebase == "torchtitan";
+  if (s.compile && s.cross_entropy == CrossEntropy::Default && !dated_default(f, Setting::CompiledLoss, pp, zero))
+    s.cross_entropy = CrossEntropy::TorchFp32;  // compiled blocks, eager loss
   return s;
 }
 

@@ -1,8 +1,8 @@
 #pragma once
 // The facts of a measured run that are not its layout: which codebase ran it and when, its
 // attention kernel and whether DP and TP communication overlapped. They come from a validation
-// row's columns (framework, framework_date, attention, dp_overlap, tp_overlap; data/validation/
-// README.md); where a column is empty, from what the named codebase did by default at its date
+// row's columns (framework, framework_date, attention, dp_overlap, tp_overlap, and this project's
+// compile; data/validation/README.md); where a column is empty, from what the named codebase did by default at its date
 // (the one table of such facts, run_facts.cpp, each entry with its source). Nothing here reads
 // free text.
 #include <optional>
@@ -20,11 +20,13 @@ struct RunFacts {
   std::optional<bool> fused_softmax;  // attention without flash: Megatron's fused scale-mask-softmax or not
   std::optional<bool> dp_overlap;
   std::optional<bool> tp_overlap;
+  std::optional<bool> compile;  // torchtitan's training.compile (the project's `compile` column)
 };
 
 // Parses the columns' cells; throws Error naming the column, value and what is allowed.
 RunFacts parse_run_facts(const std::string& framework, const std::string& framework_date, const std::string& attention,
-                         const std::string& dp_overlap, const std::string& tp_overlap);
+                         const std::string& dp_overlap, const std::string& tp_overlap,
+                         const std::string& compile = "");
 
 // What the cost model runs for a row: the framework whose traits it follows, and the settings a
 // row left unstated filled with the codebase's default at its date.
@@ -38,6 +40,7 @@ struct RunSettings {
   bool overlap_moe_ep_comm = false;                    // Workload::overlap_moe_ep_comm
   bool dp_overlap = true;
   bool tp_overlap = false;
+  bool compile = false;  // Workload::compile; with the loss too when the codebase compiled it at its date
   // Megatron-LM since 2025 (and Megatron-Bridge) counts causal attention at half in its model
   // TFLOP/s; older Megatron-LM, NeMo 1 and the papers count it whole.
   bool model_flops_causal_halved = false;
@@ -52,7 +55,7 @@ struct RunSettings {
   // one micro-batch per stage (torchtitan's defaults).
   bool local_batch_semantics = false;
   // Which settings came from the table rather than the row (for the validator's "filled" counts).
-  bool filled_flash = false, filled_dp_overlap = false, filled_tp_overlap = false;
+  bool filled_flash = false, filled_dp_overlap = false, filled_tp_overlap = false, filled_compile = false;
 };
 
 // `pp` and `zero` matter for what a codebase did (Megatron's local DDP with pipelines, DeepSpeed's

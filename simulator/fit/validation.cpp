@@ -237,7 +237,7 @@ Scenario scenario_from_row(const CsvTable& t, size_t r, const HardwareLookup& lo
   // The run's facts from its columns (framework, framework_date, attention, dp_overlap,
   // tp_overlap), unstated ones filled with the codebase's default at its date (run_facts.cpp).
   const RunFacts facts = parse_run_facts(t.field(r, "framework"), t.field(r, "framework_date"), t.field(r, "attention"),
-                                         t.field(r, "dp_overlap"), t.field(r, "tp_overlap"));
+                                         t.field(r, "dp_overlap"), t.field(r, "tp_overlap"), t.field(r, "compile"));
   settings = run_settings(facts, l.pp, l.zero);
   s.work.framework = settings.framework;
   s.work.flash_attention = settings.flash_attention;
@@ -246,6 +246,7 @@ Scenario scenario_from_row(const CsvTable& t, size_t r, const HardwareLookup& lo
   s.work.train_metric_passes = settings.train_metric_passes;
   s.work.overlap_p2p_comm = settings.overlap_p2p_comm;
   s.work.overlap_moe_ep_comm = settings.overlap_moe_ep_comm;
+  s.work.compile = settings.compile;
   if (!settings.dp_overlap) l.dp_overlap = DpOverlap::None;
   // TP communication overlap (Megatron's --tp-comm-overlap, which needs sequence parallelism;
   // torchtitan's Async TP, which runs on its sequence-parallel plan).
@@ -398,6 +399,7 @@ ValidationReport validate_runs(const CsvTable& t, const ValidationOptions& opt) 
       if (run.filled_dp_overlap) row.filled.push_back(std::string("dp_overlap=") + (run.dp_overlap ? "on" : "off"));
       if (run.filled_flash) row.filled.push_back(std::string("attention=") + (run.flash_attention ? "flash" : "fused-softmax"));
       if (run.filled_tp_overlap && best_layout.tp > 1) row.filled.push_back("tp_overlap=off");
+      if (run.filled_compile) row.filled.push_back("compile=off");
       if (split_local_batch) row.filled.push_back("pipeline_micro_batches=" + std::to_string(best_layout.pp));
       if (best_layout.accounts_pipeline_split()) row.filled.push_back("pipeline_split=embedding,loss");
       if (vpp_filled) row.filled.push_back("vpp=" + std::to_string(best_layout.vpp));

@@ -297,6 +297,28 @@ TEST_CASE("a cluster file with an unknown or missing hardware names the cluster 
   }
 }
 
+TEST_CASE("--compile: torchtitan's training.compile priced, in the JSON, exported as its [compile] section, refused elsewhere") {
+  const std::string base = "predict --model llama3-8b --hardware h200-sxm-141g --gpus 32 --zero 3 --micro-batch 2 "
+                           "--recompute selective-op --framework torchtitan --seq 8192 --global-batch 64 --json";
+  Result eager = run_sixfold(base);
+  Result compiled = run_sixfold(base + " --compile");
+  REQUIRE(eager.code == 0);
+  REQUIRE(compiled.code == 0);
+  const auto je = nlohmann::json::parse(eager.output), jc = nlohmann::json::parse(compiled.output);
+  CHECK(jc["workload"]["compile"] == true);
+  CHECK(jc["workload"]["cross_entropy"] == "torch-compiled");
+  CHECK(je["workload"]["cross_entropy"] == "torch");
+  CHECK(jc["prediction"]["peak_memory_bytes"].get<double>() < je["prediction"]["peak_memory_bytes"].get<double>());
+  Result r = run_sixfold("predict --model llama3-8b --hardware h100-sxm-80g --gpus 8 --compile");
+  CHECK(r.code == 2);
+  CHECK(contains(r.output, "--compile with framework megatron"));
+  const std::string out = write_temp("compile.toml", "");
+  r = run_sixfold("plan --model llama3-8b --hardware h100-sxm-80g --gpus 8 --seq 4096 --global-batch 64 "
+                  "--framework torchtitan --compile --export " + out + " --export-format torchtitan");
+  REQUIRE(r.code == 0);
+  CHECK(contains(read_file(out), "[compile]\nenable = true\ncomponents = [\"model\", \"loss\"]"));
+}
+
 TEST_CASE("--activation-func-fp8-input-store: priced, exported as the config field Megatron has no flag for, refused where it does not exist") {
   const std::string base = "predict --model mixtral-8x7b --hardware h100-sxm-80g --gpus 8 --ep 8 --seq 4096 --global-batch 8 --json";
   Result plain = run_sixfold(base);

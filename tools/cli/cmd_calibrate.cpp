@@ -184,17 +184,20 @@ struct CalibrateCommand {
                        " on its own source.\n# Written by `sixfold calibrate --from-runs" + files + " --cv source" +
                        (fitted.empty() ? " --parameters none" : "") + " --bands-out FILE` on " + today() +
                        ".\n# Read by predict and plan for \"expect +-X%\" (simulator/fit/error_band.hpp).\nruns:\n";
+    size_t written = 0;
     for (const CvRow& r : cv_result.rows) {
+      if (!r.has_throughput()) continue;  // a memory-only row says nothing about the step time
       double sum = 0;
-      for (const auto& [metric, e] : r.error_pct) sum += std::fabs(e);
+      for (const auto& [metric, e] : r.null_error_pct) sum += std::fabs(r.error_pct.at(metric));
       char line[256];
       std::snprintf(line, sizeof line, "  - {id: \"%s\", framework: %s, gpu: %s, gpus: %d, abs_error_pct: %.2f}\n", r.id.c_str(),
-                    r.framework.c_str(), r.gpu.c_str(), r.gpus, sum / double(r.error_pct.size()));
+                    r.framework.c_str(), r.gpu.c_str(), r.gpus, sum / double(r.null_error_pct.size()));
       yaml += line;
+      ++written;
     }
     parse_residual_runs(yaml, bands_out);
     write_text_file(bands_out, yaml);
-    std::fprintf(stderr, "wrote %s (%zu runs)\n", bands_out.c_str(), cv_result.rows.size());
+    std::fprintf(stderr, "wrote %s (%zu runs)\n", bands_out.c_str(), written);
   }
 
   // Out-of-source cross-validation (profile_fit.hpp): per fold and pooled out-of-fold MAPE per
@@ -242,14 +245,19 @@ struct CalibrateCommand {
       std::string line;
       for (const auto& [metric, s] : f.metrics) {
         char buf[96];
-        std::snprintf(buf, sizeof buf, " %s %.1f%% (%.1f%%)", metric.c_str(), s.mape_pct, f.null_metrics.at(metric).mape_pct);
+        auto null = f.null_metrics.find(metric);
+        if (null == f.null_metrics.end()) std::snprintf(buf, sizeof buf, " %s %.1f%%", metric.c_str(), s.mape_pct);
+        else std::snprintf(buf, sizeof buf, " %s %.1f%% (%.1f%%)", metric.c_str(), s.mape_pct, null->second.mape_pct);
         line += buf;
       }
       std::printf("%-70.70s %5d %s\n", f.source.c_str(), f.rows, line.c_str());
     }
     std::printf("# pooled out-of-fold\n%-18s %5s %10s %10s\n", "metric", "n", "MAPE %", "null MAPE %");
-    for (const auto& [metric, s] : result.metrics)
-      std::printf("%-18s %5d %10.2f %10.2f\n", metric.c_str(), s.n, s.mape_pct, result.null_metrics.at(metric).mape_pct);
+    for (const auto& [metric, s] : result.metrics) {
+      auto null = result.null_metrics.find(metric);
+      if (null == result.null_metrics.end()) std::printf("%-18s %5d %10.2f %10s\n", metric.c_str(), s.n, s.mape_pct, "-");
+      else std::printf("%-18s %5d %10.2f %10.2f\n", metric.c_str(), s.n, s.mape_pct, null->second.mape_pct);
+    }
     return 0;
   }
 

@@ -105,6 +105,7 @@ struct ValidateCommand {
         {"dp_overlap", "unstated: the codebase's default at its date (simulator/fit/run_facts.cpp)"},
         {"attention", "unstated: the codebase's kernel at its date (simulator/fit/run_facts.cpp)"},
         {"tp_overlap", "unstated: off, every framework's default"},
+        {"compile", "unstated: off, torchtitan's default (training.compile = false)"},
         {"pipeline_micro_batches", "torchtitan splits the stated local batch into one micro-batch per stage"},
         {"model_flops", "the source's count: Megatron-Bridge halves causal attention's FLOPs"},
         {"vpp", "unstated: the fastest interleave that fits in memory"},

@@ -37,8 +37,12 @@ void ScenarioFlags::add_to(CLI::App& app, bool with_layout) {
   app.add_flag("--overlap-moe-expert-parallel-comm", overlap_moe_ep,
                "hide the MoE all-to-all behind another micro-batch's compute (Megatron's flag; DeepSeek's DualPipe)");
   app.add_option("--cross-entropy", cross_entropy,
-                 "megatron | torch | flash-attn: the loss's implementation and the logits copies it holds "
-                 "(default: the framework's; torchtitan: torch, the others: megatron)");
+                 "megatron | torch | flash-attn | torch-compiled: the loss's implementation and the logits copies "
+                 "it holds (default: the framework's; torchtitan: torch, torch-compiled with --compile; the others: "
+                 "megatron)");
+  app.add_flag("--compile", compile,
+               "torch.compile each transformer block and the loss (torchtitan's --compile / training.compile): "
+               "the backward keeps only what it reads, the loss runs fused (torchtitan only)");
   app.add_option("--adam-moments", adam_moments,
                  "fp32 (default) | bf16: Adam's moments in bf16 (Megatron-Core's precision-aware optimizer)");
   app.add_flag("--activation-func-fp8-input-store", fp8_activation_input_store,
@@ -139,6 +143,7 @@ Scenario ScenarioFlags::resolve(bool with_layout) const {
   if (!framework.empty()) s.work.framework = parse_framework(framework);
   if (!adam_moments.empty()) s.work.bf16_adam_moments = parse_adam_moments(adam_moments);
   if (fp8_activation_input_store) s.work.fp8_activation_input_store = true;
+  if (compile) s.work.compile = true;
   if (mtp_layers) s.work.mtp_layers = *mtp_layers;
 
   Layout& l = s.layout;
