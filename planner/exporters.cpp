@@ -363,6 +363,9 @@ std::vector<std::string> export_notes(ExportFormat f, const Scenario& s) {
   if (f == ExportFormat::Megatron && s.work.flash_attention && attention_kernel_of(s.work) == AttentionKernel::Flash1)
     notes.push_back("priced with FlashAttention 1.x; --attention-backend flash runs the installed flash-attn, which "
                     "Megatron-LM v0.15 requires to be 2.x or later: expect faster attention than priced");
+  if (f == ExportFormat::Torchtitan && s.layout.tp_overlap && !s.work.compile)
+    notes.push_back("async TP runs only on compiled blocks: the export turns [compile] on; the memory priced is "
+                    "eager checkpointing's, the larger (add --compile to price the compiled run)");
   if (f == ExportFormat::DeepSpeed && s.layout.recompute == Recompute::Full)
     notes.push_back("recompute=full: DeepSpeed does not recompute on its own; the model code must checkpoint every "
                     "transformer layer: deepspeed.checkpointing.checkpoint(layer, ...) (which the "
