@@ -242,4 +242,23 @@ TEST_CASE("oracle: the simulated memory timeline peaks where the closed form doe
       for (size_t i = 0; i < closed.size(); ++i)
         CHECK(sim.stages[i].peak_memory == doctest::Approx(closed[i].total()).epsilon(1e-6));
     }
+  // torchtitan's op-level checkpointing, eager and compiled (a smaller saved set, the fused loss).
+  for (bool compile : {false, true}) {
+    Layout l;
+    l.dp = 2;
+    l.pp = 4;
+    l.zero = 3;
+    l.recompute = Recompute::SelectiveOp;
+    Workload w;
+    w.seq = 4096;
+    w.global_batch = 16;
+    w.framework = Framework::Torchtitan;
+    w.compile = compile;
+    CAPTURE(compile);
+    const StepProgram prog = expand_step_program(m, l, w);
+    const SimulationResult sim = simulate_step(m, hw, w, l, prog, false);
+    const std::vector<MemoryBreakdown> closed = predict_memory(m, hw, w, l, prog);
+    for (size_t i = 0; i < closed.size(); ++i)
+      CHECK(sim.stages[i].peak_memory == doctest::Approx(closed[i].total()).epsilon(1e-6));
+  }
 }
