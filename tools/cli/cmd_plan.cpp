@@ -225,7 +225,7 @@ struct PlanCommand {
                   << (format == ExportFormat::Yaml ? "run by " + to_string(s.work.framework) : "exported to " + export_format)
                   << " (" << skipped_reason << ")\n";
       std::cout << "\nrecommended: " << describe(best.layout) << " schedule=" << to_string(best.layout.schedule)
-                << " dp-overlap=" << to_string(best.layout.dp_overlap) << " (" << p.micro_batches << " micro-batches)\n";
+                << " dp-overlap=" << to_string(best.layout.dp_overlap) << " (" << p.micro_batches << (p.micro_batches == 1 ? " micro-batch)\n" : " micro-batches)\n");
       print_prediction(std::cout, p);
       print_expected_error(std::cout, s, p.step_time);
       if (best.simulated_step_time > 0)
