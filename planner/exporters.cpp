@@ -302,6 +302,9 @@ std::string export_torchtitan(const Scenario& s) {
       << ", vocab_size = " << s.model.vocab << ", rope_theta = " << s.model.rope_theta << ", norm_eps = " << s.model.norm_eps
       << " and name it here\n";
   }
+  // FP8 is torchao's Float8Linear, a model converter (docs/float8.md: --model.converters
+  // quantize.linear.float8); the output head stays in bf16 as in torchtitan's own configs.
+  if (s.work.dtype == Dtype::FP8) o << "converters = [\"quantize.linear.float8\"]\n";
   o << "\n[parallelism]\n";
   o << "data_parallel_replicate_degree = " << (l.zero == 3 ? 1 : l.dp) << "\n";
   o << "data_parallel_shard_degree = " << (l.zero == 3 ? l.dp : 1) << "\n";
@@ -345,6 +348,13 @@ std::string export_torchtitan(const Scenario& s) {
   // job_config.py's Compile: the blocks and the loss. Async TP runs only on compiled blocks
   // (torchtitan refuses enable_async_tensor_parallel without compile), so it turns compile on;
   // the memory priced for such a plan without --compile is then eager checkpointing's, the larger.
+  if (s.work.dtype == Dtype::FP8) {
+    // Priced with the FSDP gathers in bf16: enable_fsdp_float8_all_gather (which torchtitan
+    // recommends with tensorwise scaling) would halve them.
+    o << "\n[quantize.linear.float8]\n";
+    o << "enable_fsdp_float8_all_gather = false\n";
+    o << "filter_fqns = [\"output\"]\n";
+  }
   if (s.work.compile || l.tp_overlap) {
     o << "\n[compile]\n";
     o << "enable = true\n";

@@ -37,7 +37,7 @@ TEST_CASE("single rank: loss falls on the learnable synthetic task (float64)") {
   CHECK(qkv->seconds > 0);
 }
 
-TEST_CASE("single rank: the ops run are the step program's, each timed; recompute re-runs under the backward's ids") {
+TEST_CASE("single rank: the ops run are the step program's, each timed, recompute re-runs under the backward's ids") {
   RunOptions opt;
   opt.steps = 1;
   for (Recompute r : {Recompute::None, Recompute::Selective, Recompute::Full})

@@ -20,7 +20,7 @@ TEST_CASE("swiglu backward matches finite differences") {
   CHECK(max_rel_error(dup, numeric_gradient(up, loss)) < 1e-7);
 }
 
-TEST_CASE("gelu backward matches finite differences; gelu(0) = 0, gelu(large) = x") {
+TEST_CASE("gelu backward matches finite differences, gelu(0) = 0, gelu(large) = x") {
   const long n = 9;
   auto x = random_vector(n, 24, 2.0), r = random_vector(n, 25);
   std::vector<double> y(n);

@@ -21,7 +21,7 @@ TEST_CASE("1F1B: warm-up of pp - stage - 1 forwards, every micro-batch once each
   CHECK(last[1].phase == Phase::Backward);
 }
 
-TEST_CASE("interleaved: each (micro-batch, chunk) runs forward before backward, once each; pp 1 too") {
+TEST_CASE("interleaved: each (micro-batch, chunk) runs forward before backward, once each, pp 1 too") {
   for (const auto& [pp, stages] : {std::pair{2, 2}, std::pair{1, 1}}) {
     for (int stage = 0; stage < stages; ++stage) {
       CAPTURE(pp);

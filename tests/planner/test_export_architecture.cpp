@@ -54,6 +54,15 @@ TEST_CASE("torchtitan's TOML names the model and flavor, or says how to register
   CHECK(has(other, "[model]\n# no registered torchtitan flavor"));
 }
 
+TEST_CASE("torchtitan's TOML trains an fp8 plan with torchao's Float8Linear, the FSDP gathers in bf16 as priced") {
+  Scenario s = scenario("llama3-70b", 64, 8, 1, 3);
+  CHECK_FALSE(has(export_torchtitan(s), "float8"));
+  s.work.dtype = Dtype::FP8;
+  const std::string fp8 = export_torchtitan(s);
+  CHECK(has(fp8, "flavor = \"70B\"\nconverters = [\"quantize.linear.float8\"]\n\n[parallelism]"));
+  CHECK(has(fp8, "[quantize.linear.float8]\nenable_fsdp_float8_all_gather = false\nfilter_fqns = [\"output\"]\n"));
+}
+
 TEST_CASE("a Hugging Face config's rope_theta, llama3 rope_scaling and rms_norm_eps are read") {
   const ModelSpec m = parse_hf_config(
       R"({"model_type":"llama","hidden_size":256,"intermediate_size":688,"num_hidden_layers":2,"num_attention_heads":4,)"
@@ -66,7 +75,7 @@ TEST_CASE("a Hugging Face config's rope_theta, llama3 rope_scaling and rms_norm_
   CHECK(m.norm_eps == doctest::Approx(1e-6));
 }
 
-TEST_CASE("Megatron and DeepSpeed plans search no zero-bubble schedule and no per-layer reduction; torchtitan's do") {
+TEST_CASE("Megatron and DeepSpeed plans search no zero-bubble schedule and no per-layer reduction, torchtitan's do") {
   for (Framework f : {Framework::Megatron, Framework::DeepSpeed, Framework::DeepSpeedLegacy, Framework::Torchtitan}) {
     SearchOptions o;
     restrict_to_framework(o, f);

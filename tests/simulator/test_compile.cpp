@@ -35,7 +35,7 @@ Layout fsdp(Recompute r) {
 }
 }  // namespace
 
-TEST_CASE("compile: op-level checkpointing keeps only what the backward reads; the projections into the residual go") {
+TEST_CASE("compile: op-level checkpointing keeps only what the backward reads, the projections into the residual go") {
   const ModelSpec m = load_model("llama3-8b");
   const double T = 2 * 8192, h = double(m.hidden), a = 2;
   const LayerProgram eager = expand_step_program(m, fsdp(Recompute::SelectiveOp), torchtitan(false)).dense_layer();

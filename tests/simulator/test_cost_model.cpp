@@ -203,7 +203,7 @@ TEST_CASE("step time and throughput are consistent") {
   CHECK(step_flops(m, w, Recompute::Full).hardware == doctest::Approx(step_flops(m, w, Recompute::None).model * 4 / 3));
 }
 
-TEST_CASE("more pipeline micro-batches shrink the bubble; recompute trades time for memory") {
+TEST_CASE("more pipeline micro-batches shrink the bubble, recompute trades time for memory") {
   const ModelSpec m = load_model("llama3-70b");
   const HardwareProfile hw = load_hardware("h100-sxm-80g");
   Workload w;

@@ -38,7 +38,7 @@ TEST_CASE("the band takes the most similar runs that number at least five, and s
   CHECK(describe(*ds).find("expect +-") == 0);
 }
 
-TEST_CASE("too few residuals give no band; a malformed bands file names its line") {
+TEST_CASE("too few residuals give no band, a malformed bands file names its line") {
   CHECK_FALSE(expected_error(runs("  - {id: a, framework: megatron, gpu: h100-sxm-80g, gpus: 8, abs_error_pct: 3}\n"),
                              Framework::Megatron, "h100-sxm-80g", 8));
   CHECK_THROWS_WITH_AS(runs("  - {id: a, framework: megatron, gpu: h100-sxm-80g, gpus: eight, abs_error_pct: 3}\n"),

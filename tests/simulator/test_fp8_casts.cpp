@@ -30,7 +30,7 @@ StepProgram program(Dtype dtype) {
 }
 }  // namespace
 
-TEST_CASE("fp8 GEMMs carry their input and output-gradient casts; bf16 GEMMs none") {
+TEST_CASE("fp8 GEMMs carry their input and output-gradient casts, bf16 GEMMs none") {
   const StepProgram fp8 = program(Dtype::FP8), bf16 = program(Dtype::BF16);
   int cast = 0;
   for (const Op& op : fp8.dense_layer().forward) {

@@ -386,7 +386,7 @@ TEST_CASE("kernel tables: a malformed table is an Error naming the file, the fie
   CHECK(contains(e, "fast"));
 }
 
-TEST_CASE("collectives inside a node are priced from the measured NCCL table; an overridden NVLink falls back to the curve") {
+TEST_CASE("collectives inside a node are priced from the measured NCCL table, an overridden NVLink falls back to the curve") {
   HardwareProfile hw = load_hardware("h100-sxm-80g");
   GroupPlacement eight;
   eight.size = 8;

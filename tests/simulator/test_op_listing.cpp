@@ -85,7 +85,7 @@ TEST_CASE("op list: unique stable ids, and each stage's ops add up to its closed
   }
 }
 
-TEST_CASE("predict --ops --json lists the ops with ids; the text lists them with per-stage totals") {
+TEST_CASE("predict --ops --json lists the ops with ids, the text lists them with per-stage totals") {
   auto r = sixfold::test::run_sixfold("predict --scenario pp-1f1b --ops --json");
   REQUIRE(r.code == 0);
   const auto j = nlohmann::json::parse(r.output);

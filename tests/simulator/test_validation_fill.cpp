@@ -128,7 +128,7 @@ TEST_CASE("torchtitan pipelines: the local batch splits into one micro-batch per
   CHECK(filled(row, "global_batch=64"));
 }
 
-TEST_CASE("an unstated vpp is the fastest that fits, as the micro-batch; torchtitan's virtual stages may be uneven") {
+TEST_CASE("an unstated vpp is the fastest that fits, as the micro-batch, torchtitan's virtual stages may be uneven") {
   // 30 layers over pp 4: stages of 8, 8, 7, 7 layers; torchtitan splits them into virtual stages
   // of uneven sizes, which Megatron (equal virtual stages) cannot run.
   const ValidationReport rep = run(
@@ -193,7 +193,7 @@ TEST_CASE("model TFLOP/s in the source's count: Megatron-Bridge and 2025+ Megatr
   CHECK(filled(rep.rows[1], "model_flops"));
 }
 
-TEST_CASE("unstated dense FFN is 4 x hidden; unstated layouts and impossible batches are skipped, by name") {
+TEST_CASE("unstated dense FFN is 4 x hidden, unstated layouts and impossible batches are skipped, by name") {
   const ValidationReport rep = run(
       "F1,paper,24,2048,,16,16,50257,2048,,,,a100-sxm-80g,8,8,8,1,1,1,1,1,0,0,1,8,none,bf16,100,,,,,,\n"
       "F2,paper,24,2048,8192,16,16,50257,2048,,,,a100-sxm-80g,8,8,,,,1,1,1,0,0,1,8,none,bf16,100,,,,,,\n"
