@@ -19,7 +19,8 @@ What is read:
   `zero_optimization.*` = the fields and aliases of DeepSpeedZeroConfig
   (deepspeed/runtime/zero/config.py); `activation_checkpointing.*` = the ACT_CHKPT_* constants of
   deepspeed/runtime/activation_checkpointing/config.py.
-- torchtitan: `section.key` for every field of every dataclass JobConfig holds
+- torchtitan: `section.key` for every field of every dataclass JobConfig holds, and
+  `section.table.key` for the dataclasses nested in them (quantize.linear.float8.*)
   (torchtitan/config/job_config.py).
 """
 import argparse
@@ -96,12 +97,21 @@ def torchtitan(repo, tag):
             if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
                 yield item.target.id, item.annotation
 
+    # Nested sections (quantize.linear.float8) are dataclasses held by a section's fields: their
+    # fields are keys of the nested TOML table, and the holding field is kept as a name too.
+    def walk(prefix, cls):
+        for key, annotation in fields(cls):
+            yield f"{prefix}.{key}"
+            name = annotation.id if isinstance(annotation, ast.Name) else None
+            if name in classes:
+                yield from walk(f"{prefix}.{key}", classes[name])
+
     keys = []
     for section, annotation in fields(classes["JobConfig"]):
         name = annotation.id if isinstance(annotation, ast.Name) else None
         if name not in classes:
             continue
-        keys += [f"{section}.{key}" for key, _ in fields(classes[name])]
+        keys += walk(section, classes[name])
     return sorted(set(keys))
 
 
@@ -136,7 +146,7 @@ def main():
           "deepspeed/runtime/constants.py, runtime/zero/config.py (DeepSpeedZeroConfig fields and aliases), "
           "runtime/activation_checkpointing/config.py", deepspeed(a.deepspeed, a.deepspeed_tag))
     write(out, "torchtitan.txt", "torchtitan job-config keys (section.key)", "pytorch/torchtitan", a.torchtitan_tag,
-          a.torchtitan, "torchtitan/config/job_config.py, the fields of each JobConfig section",
+          a.torchtitan, "torchtitan/config/job_config.py, the fields of each JobConfig section and of the tables nested in it",
           torchtitan(a.torchtitan, a.torchtitan_tag))
 
 

@@ -36,6 +36,7 @@ TEST_CASE("exports of every ranked layout of many plans write only names the fra
   const std::vector<Case> cases = {
       {"llama3-8b", "h100-sxm-80g", 8, 4096, 64},
       {"llama3-70b", "h100-sxm-80g", 64, 4096, 256},
+      {"llama3-70b", "h100-sxm-80g", 64, 4096, 256, Dtype::FP8},  // torchtitan: torchao's Float8Linear
       {"llama3.1-405b", "h100-sxm-80g", 512, 8192, 512},
       {"mixtral-8x7b", "h100-sxm-80g", 32, 4096, 128},
       {"qwen3-30b-a3b", "h100-sxm-80g", 16, 4096, 64},
