@@ -41,7 +41,7 @@ void ScenarioFlags::add_to(CLI::App& app, bool with_layout) {
                  "it holds (default: the framework's; torchtitan: torch, torch-compiled with --compile; the others: "
                  "megatron)");
   app.add_flag("--compile", compile,
-               "torch.compile each transformer block and the loss (torchtitan's --compile / training.compile): "
+               "torch.compile each transformer block and the loss (torchtitan's --compile.enable, training.compile in its older configs): "
                "the backward keeps only what it reads, the loss runs fused (torchtitan only)");
   app.add_option("--adam-moments", adam_moments,
                  "fp32 (default) | bf16: Adam's moments in bf16 (Megatron-Core's precision-aware optimizer)");
