@@ -223,42 +223,28 @@ TEST_CASE("oracle: Megatron's theoretical activation memory for GPT (sequence pa
 TEST_CASE("oracle: the simulated memory timeline peaks where the closed form does, per stage") {
   const HardwareProfile hw = load_hardware("h100-sxm-80g");
   const ModelSpec m = load_model("llama3-8b");
-  for (Framework f : {Framework::Megatron, Framework::DeepSpeed, Framework::Torchtitan})
-    for (int zero : {1, 3}) {
-      Layout l;
-      l.dp = 2;
-      l.pp = 4;
-      l.zero = zero;
-      l.recompute = Recompute::Full;
-      Workload w;
-      w.seq = 4096;
-      w.global_batch = 16;
-      w.framework = f;
-      CAPTURE(to_string(f));
-      CAPTURE(zero);
-      const StepProgram prog = expand_step_program(m, l, w);
-      const SimulationResult sim = simulate_step(m, hw, w, l, prog, false);
-      const std::vector<MemoryBreakdown> closed = predict_memory(m, hw, w, l, prog);
-      for (size_t i = 0; i < closed.size(); ++i)
-        CHECK(sim.stages[i].peak_memory == doctest::Approx(closed[i].total()).epsilon(1e-6));
-    }
-  // torchtitan's op-level checkpointing, eager and compiled (a smaller saved set, the fused loss).
-  for (bool compile : {false, true}) {
+  auto check = [&](Framework f, int zero, Recompute recompute, bool compile) {
+    CAPTURE(to_string(f));
+    CAPTURE(zero);
+    CAPTURE(compile);
     Layout l;
     l.dp = 2;
     l.pp = 4;
-    l.zero = 3;
-    l.recompute = Recompute::SelectiveOp;
+    l.zero = zero;
+    l.recompute = recompute;
     Workload w;
     w.seq = 4096;
     w.global_batch = 16;
-    w.framework = Framework::Torchtitan;
+    w.framework = f;
     w.compile = compile;
-    CAPTURE(compile);
     const StepProgram prog = expand_step_program(m, l, w);
     const SimulationResult sim = simulate_step(m, hw, w, l, prog, false);
     const std::vector<MemoryBreakdown> closed = predict_memory(m, hw, w, l, prog);
     for (size_t i = 0; i < closed.size(); ++i)
       CHECK(sim.stages[i].peak_memory == doctest::Approx(closed[i].total()).epsilon(1e-6));
-  }
+  };
+  for (Framework f : {Framework::Megatron, Framework::DeepSpeed, Framework::Torchtitan})
+    for (int zero : {1, 3}) check(f, zero, Recompute::Full, false);
+  // torchtitan's op-level checkpointing, eager and compiled (a smaller saved set, the fused loss).
+  for (bool compile : {false, true}) check(Framework::Torchtitan, 3, Recompute::SelectiveOp, compile);
 }
