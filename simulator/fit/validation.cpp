@@ -58,6 +58,14 @@ void check_cells(const CsvTable& t) {
       if (!x || !std::isfinite(*x) || *x <= 0)
         throw Error(where(r, col, v) + " is not a measured value (a finite positive number, or empty)");
     }
+    // The run-fact columns (framework ... compile): a cell they cannot read is the file's error,
+    // not a row to skip.
+    try {
+      parse_run_facts(t.field(r, "framework"), t.field(r, "framework_date"), t.field(r, "attention"),
+                      t.field(r, "dp_overlap"), t.field(r, "tp_overlap"), t.field(r, "compile"));
+    } catch (const Error& e) {
+      throw Error(t.source + ":" + std::to_string(r < t.row_lines.size() ? t.row_lines[r] : int(r) + 2) + ": " + e.what());
+    }
   }
 }
 

@@ -88,15 +88,18 @@ TEST_CASE("the validator reads no free text: notes and source change nothing") {
   CHECK(rep.rows[0].scenario.work.framework == rep.rows[1].scenario.work.framework);
 }
 
-TEST_CASE("a run-fact column outside its allowed values is an error naming the column") {
+TEST_CASE("a run-fact column outside its allowed values is an input error naming the file, line and column") {
   const std::string row = "X1,a,24,2048,8192,16,16,50257,2048,,,,a100-sxm-80g,8,8,8,1,1,1,1,1,0,0,1,8,none,bf16,100,,,,,,,";
   for (const auto& [facts, column] : {std::pair{"pytorch,,,,", "framework"}, {"megatron-lm,2021,,,", "framework_date"},
-                                     {"megatron-lm,,flash2,,", "attention"}, {"megatron-lm,,,yes,", "dp_overlap"}}) {
-    const ValidationReport rep = run(row + facts + "\n");
-    REQUIRE(rep.rows.size() == 1);
-    CHECK_FALSE(rep.rows[0].scored);
-    CHECK_MESSAGE(rep.rows[0].skip_reason.find("column '" + std::string(column) + "'") != std::string::npos,
-                  rep.rows[0].skip_reason);
+                                     {"megatron-lm,,flash2,,", "attention"}, {"megatron-lm,,,yes,", "dp_overlap"},
+                                     {"megatron-lm,,,,2", "tp_overlap"}}) {
+    try {
+      run(row + facts + "\n");
+      FAIL("accepted a bad " << column);
+    } catch (const Error& e) {
+      const std::string what = e.what();
+      CHECK_MESSAGE(what.find("test.csv:2: column '" + std::string(column) + "'") != std::string::npos, what);
+    }
   }
 }
 
