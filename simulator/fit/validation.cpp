@@ -58,6 +58,23 @@ void check_cells(const CsvTable& t) {
       if (!x || !std::isfinite(*x) || *x <= 0)
         throw Error(where(r, col, v) + " is not a measured value (a finite positive number, or empty)");
     }
+    // Switches and names with a fixed set of values.
+    for (const char* col : {"sp"}) {
+      const std::string& v = t.field(r, col);
+      if (!v.empty() && v != "unknown" && v != "0" && v != "1") throw Error(where(r, col, v) + " is not 0, 1 or empty");
+    }
+    if (const std::string& v = t.field(r, "zero"); !v.empty() && v != "unknown" && number(v).value_or(0) > 3)
+      throw Error(where(r, "zero", v) + " is not a ZeRO stage (0-3, empty or 'unknown')");
+    try {
+      if (const std::string& v = t.field(r, "recompute"); !v.empty() && v != "unknown") parse_recompute(v);
+    } catch (const UsageError& e) {
+      throw Error(where(r, "recompute", t.field(r, "recompute")) + ": " + e.what());
+    }
+    try {
+      if (const std::string& v = t.field(r, "dtype"); !v.empty() && v != "unknown") parse_dtype(v);
+    } catch (const UsageError& e) {
+      throw Error(where(r, "dtype", t.field(r, "dtype")) + ": " + e.what());
+    }
     // The run-fact columns (framework ... compile): a cell they cannot read is the file's error,
     // not a row to skip.
     try {
@@ -266,7 +283,7 @@ Scenario scenario_from_row(const CsvTable& t, size_t r, const HardwareLookup& lo
   s.work.seq = seq;
   s.work.global_batch = as_int(t, r, "global_batch", 0);
   const std::string dtype = t.field(r, "dtype");
-  s.work.dtype = dtype.empty() ? Dtype::BF16 : parse_dtype(dtype);
+  s.work.dtype = dtype.empty() || dtype == "unknown" ? Dtype::BF16 : parse_dtype(dtype);
   // torchtitan accumulates no gradients unless told to: its global batch is dp x the local batch.
   if (s.work.global_batch <= 0 && settings.local_batch_semantics && l.micro_batch > 0)
     s.work.global_batch = Count(l.dp) * l.micro_batch;
