@@ -345,9 +345,6 @@ std::string export_torchtitan(const Scenario& s) {
   o << "global_batch_size = " << s.work.global_batch << "\n";
   const char* precision = s.work.dtype == Dtype::FP32 ? "float32" : s.work.dtype == Dtype::FP16 ? "float16" : "bfloat16";
   o << "mixed_precision_param = \"" << precision << "\"\n";
-  // job_config.py's Compile: the blocks and the loss. Async TP runs only on compiled blocks
-  // (torchtitan refuses enable_async_tensor_parallel without compile), so it turns compile on;
-  // the memory priced for such a plan without --compile is then eager checkpointing's, the larger.
   if (s.work.dtype == Dtype::FP8) {
     // Priced with the FSDP gathers in bf16: enable_fsdp_float8_all_gather (which torchtitan
     // recommends with tensorwise scaling) would halve them.
@@ -355,6 +352,9 @@ std::string export_torchtitan(const Scenario& s) {
     o << "enable_fsdp_float8_all_gather = false\n";
     o << "filter_fqns = [\"output\"]\n";
   }
+  // job_config.py's Compile: the blocks and the loss. Async TP runs only on compiled blocks
+  // (torchtitan refuses enable_async_tensor_parallel without compile), so it turns compile on;
+  // the memory priced for such a plan without --compile is then eager checkpointing's, the larger.
   if (s.work.compile || l.tp_overlap) {
     o << "\n[compile]\n";
     o << "enable = true\n";

@@ -2,9 +2,9 @@
 // The facts of a measured run that are not its layout: which codebase ran it and when, its
 // attention kernel and whether DP and TP communication overlapped. They come from a validation
 // row's columns (framework, framework_date, attention, dp_overlap, tp_overlap, and this project's
-// compile; data/validation/README.md); where a column is empty, from what the named codebase did by default at its date
-// (the one table of such facts, run_facts.cpp, each entry with its source). Nothing here reads
-// free text.
+// compile; data/validation/README.md); where a column is empty, from what the named codebase did
+// by default at its date (the one table of such facts, run_facts.cpp, each entry with its source).
+// Nothing here reads free text.
 #include <optional>
 #include <string>
 

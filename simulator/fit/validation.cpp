@@ -30,12 +30,24 @@ const char* const kCountColumns[] = {"layers", "hidden", "ffn", "heads", "kv_hea
                                      "moe_ffn", "gpus", "gpus_per_node", "dp", "tp", "pp", "vpp", "cp", "ep", "sp",
                                      "zero", "micro_batch", "global_batch"};
 
-// Every numeric cell of the file is checked before any row is priced: a malformed one is an
-// input error naming the file, line, column, value and what is allowed (never a silent skip).
+// Every cell the pricing reads is checked before any row is priced: a malformed one is an input
+// error naming the file, line, column, value and what is allowed (never a silent skip).
 void check_cells(const CsvTable& t) {
+  auto line = [&](size_t r) {
+    return t.source + ":" + std::to_string(r < t.row_lines.size() ? t.row_lines[r] : int(r) + 2) + ": ";
+  };
   auto where = [&](size_t r, const std::string& col, const std::string& v) {
-    return t.source + ":" + std::to_string(r < t.row_lines.size() ? t.row_lines[r] : int(r) + 2) + ": column '" + col +
-           "': value '" + v + "'";
+    return line(r) + "column '" + col + "': value '" + v + "'";
+  };
+  // A cell with a fixed set of names, read by `parse` (which throws UsageError listing them).
+  auto check_name = [&](size_t r, const char* col, auto parse) {
+    const std::string& v = t.field(r, col);
+    if (v.empty() || v == "unknown") return;
+    try {
+      parse(v);
+    } catch (const UsageError& e) {
+      throw Error(where(r, col, v) + ": " + e.what());
+    }
   };
   for (size_t r = 0; r < t.rows.size(); ++r) {
     for (const char* col : kCountColumns) {
@@ -50,6 +62,8 @@ void check_cells(const CsvTable& t) {
       const bool may_be_zero = c == "sp" || c == "zero" || c == "experts" || c == "topk" || c == "moe_ffn" || c == "ffn";
       if (*x < 1 && !may_be_zero) throw Error(where(r, col, v) + " must be at least 1 (or empty / 'unknown')");
       if (*x > 1e9 && c != "vocab") throw Error(where(r, col, v) + " is out of range (at most 1e9)");
+      if (c == "sp" && *x > 1) throw Error(where(r, col, v) + " is not 0, 1 or empty");
+      if (c == "zero" && *x > 3) throw Error(where(r, col, v) + " is not a ZeRO stage (0-3, empty or 'unknown')");
     }
     for (const std::string& col : validation_metrics()) {
       const std::string& v = t.field(r, col);
@@ -58,30 +72,15 @@ void check_cells(const CsvTable& t) {
       if (!x || !std::isfinite(*x) || *x <= 0)
         throw Error(where(r, col, v) + " is not a measured value (a finite positive number, or empty)");
     }
-    // Switches and names with a fixed set of values.
-    for (const char* col : {"sp"}) {
-      const std::string& v = t.field(r, col);
-      if (!v.empty() && v != "unknown" && v != "0" && v != "1") throw Error(where(r, col, v) + " is not 0, 1 or empty");
-    }
-    if (const std::string& v = t.field(r, "zero"); !v.empty() && v != "unknown" && number(v).value_or(0) > 3)
-      throw Error(where(r, "zero", v) + " is not a ZeRO stage (0-3, empty or 'unknown')");
-    try {
-      if (const std::string& v = t.field(r, "recompute"); !v.empty() && v != "unknown") parse_recompute(v);
-    } catch (const UsageError& e) {
-      throw Error(where(r, "recompute", t.field(r, "recompute")) + ": " + e.what());
-    }
-    try {
-      if (const std::string& v = t.field(r, "dtype"); !v.empty() && v != "unknown") parse_dtype(v);
-    } catch (const UsageError& e) {
-      throw Error(where(r, "dtype", t.field(r, "dtype")) + ": " + e.what());
-    }
+    check_name(r, "recompute", &parse_recompute);
+    check_name(r, "dtype", &parse_dtype);
     // The run-fact columns (framework ... compile): a cell they cannot read is the file's error,
-    // not a row to skip.
+    // not a row to skip. Their messages name the column and value already.
     try {
       parse_run_facts(t.field(r, "framework"), t.field(r, "framework_date"), t.field(r, "attention"),
                       t.field(r, "dp_overlap"), t.field(r, "tp_overlap"), t.field(r, "compile"));
     } catch (const Error& e) {
-      throw Error(t.source + ":" + std::to_string(r < t.row_lines.size() ? t.row_lines[r] : int(r) + 2) + ": " + e.what());
+      throw Error(line(r) + e.what());
     }
   }
 }
