@@ -385,6 +385,7 @@ FrameworkTraits framework_traits(Framework f) {
       t.zero3_keeps_params_under_pp = true;
       t.sp_keeps_gathered_input = true;
       t.fp32_gradients = true;
+      t.cp_gathers_kv = true;
       break;
   }
   return t;

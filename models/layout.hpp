@@ -119,6 +119,13 @@ struct FrameworkTraits {
   // torchtitan's scoring multiply a hidden-wide tensor by the scores and keep it for the scores'
   // gradient: top-k x hidden values per token.
   bool moe_probs_in_activation = false;
+  // Context parallelism through PyTorch's experimental ring attention (torchtitan; torch
+  // distributed/tensor/experimental/_attention.py, rotate method "allgather", torchtitan's default
+  // --experimental.context_parallel_rotate_method): the forward and the backward all-gather every
+  // rank's K and V into one buffer, and the backward accumulates dQ, dK, dV in fp32 and passes dK, dV
+  // around the ring in fp32 (convert_to_f32). Megatron's TransformerEngine CP exchanges one K/V
+  // chunk at a time (AttnFuncWithCPAndKVP2P) and holds no cp-wide buffer.
+  bool cp_gathers_kv = false;
 };
 FrameworkTraits framework_traits(Framework f);
 

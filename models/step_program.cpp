@@ -142,7 +142,25 @@ void add_tp_input_grads(const std::vector<Op>& forward, std::vector<Op>& backwar
 struct CoreRange {
   size_t begin = 0, end = 0;
   Bytes kept = 0;  // bytes saved by core ops that survive selective recompute (its checkpoint's inputs)
+  Bytes backward_workspace = 0;  // transient bytes of the core attention's backward
 };
+
+// What PyTorch's ring attention (rotate method "allgather") holds at once inside its backward's
+// loop over the cp steps (torch distributed/tensor/experimental/_attention.py,
+// _templated_ring_attention_backward): the all-gathered K and V of every rank (cp x local, bf16) and
+// the local concatenation it was gathered from; fp32 accumulators of dQ, dK and dV
+// (convert_to_f32); one step's bf16 dQ, dK, dV; and the fp32 dK, dV being sent round the ring with
+// the one received. torchtitan repeats the KV heads before SDPA (repeat_kv in its llama model), so
+// K and V are as wide as Q here whatever the GQA grouping.
+Bytes ring_allgather_backward_bytes(const Dims& d) {
+  const double T = double(d.tokens), heads = double(d.heads_rank);
+  const double q = T * heads * d.qk_dim, kv = T * heads * (d.qk_dim + d.v_dim);  // elements
+  const double gathered = double(d.cp) * kv * 2 + kv * 2;
+  const double fp32_accumulators = (q + kv) * 4;
+  const double step_grads = (q + kv) * 2;
+  const double ring_grads = 2 * kv * 4;
+  return Bytes(gathered + fp32_accumulators + step_grads + ring_grads);
+}
 
 CoreRange add_attention(std::vector<Op>& ops, const ModelSpec& m, const Workload& w, const Dims& d) {
   const Count T = d.tokens, Ts = d.sp_tokens, h = d.h, a = d.act;
@@ -173,6 +191,8 @@ CoreRange add_attention(std::vector<Op>& ops, const ModelSpec& m, const Workload
   // call, its P2P ring included).
   CoreRange core;
   core.begin = ops.size();
+  if (d.cp > 1 && framework_traits(w.framework).cp_gathers_kv)
+    core.backward_workspace = ring_allgather_backward_bytes(d);
   if (d.cp > 1) {
     // Ring attention: cp-1 exchanges of this rank's K and V, hidden behind the attention compute.
     ops.push_back(collective("cp_kv_exchange", Group::CP, Collective::RingExchange, Bytes(T * (k_width + v_width) * a), d.cp));
@@ -491,6 +511,7 @@ LayerProgram make_layer(const ModelSpec& m, const Layout& l, const Workload& w, 
   lp.moe = moe;
   lp.forward.reserve(64);  // a search builds tens of thousands: no regrowth
   CoreRange core = add_attention(lp.forward, m, w, d);
+  lp.attention_workspace = core.backward_workspace;
   if (moe) add_moe_mlp(lp.forward, m, d);
   else add_dense_mlp(lp.forward, m, d);
 

@@ -58,6 +58,7 @@ struct LayerProgram {
   size_t recompute_ops = 0;          // the first recompute_ops ops of backward are the re-run forward
   Bytes saved = 0;                   // activations held per micro-batch after the recompute policy
   Bytes recompute_workspace = 0;     // transient bytes the backward rematerialises (full and op-level recompute)
+  Bytes attention_workspace = 0;     // transient bytes of the attention backward beyond its saved inputs (CP gather)
   Count dense_params = 0;            // parameters on this rank, replicated over dp*cp
   Count expert_params = 0;           // parameters on this rank, replicated over the expert-data group
 };

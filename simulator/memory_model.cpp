@@ -140,8 +140,10 @@ MemoryBreakdown stage_memory_of(const ModelSpec& model, const HardwareProfile& h
 
   // The backward's peak is either the loss's backward on the last stage (the transient logits and
   // softmax gradients) or one layer's backward (what it rematerialises, full and op-level
-  // recompute, and its unsharded gradient before the reduce): they do not overlap in time.
-  const Bytes recompute_set = std::max(prog.dense_layer().recompute_workspace, prog.moe_layer().recompute_workspace);
+  // recompute, the attention backward's own buffers, and its unsharded gradient before the
+  // reduce): they do not overlap in time.
+  const auto layer_set = [](const LayerProgram& lp) { return lp.recompute_workspace + lp.attention_workspace; };
+  const Bytes recompute_set = std::max(layer_set(prog.dense_layer()), layer_set(prog.moe_layer()));
   const Bytes layer_peak = recompute_set + fw.layer_gradient;
   if (st.edges->logits_bytes > layer_peak) {
     mb.logits += st.edges->logits_bytes;

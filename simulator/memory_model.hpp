@@ -35,7 +35,7 @@ struct MemoryBreakdown {
   Bytes logits = 0;               // LM head logits and the fp32 softmax of the loss
   Bytes gathered_parameters = 0;  // ZeRO-3/FSDP: unsharded parameters (and gradients) in flight
   Bytes communication_buffers = 0;
-  Bytes workspace = 0;            // recompute working set
+  Bytes workspace = 0;            // one layer's backward working set: recompute, attention buffers
   Bytes outside_allocator = 0;    // CUDA context, library workspaces, NCCL, TE userbuffers
   Bytes fragmentation = 0;        // reserved - allocated
   PeakMoment peak_moment = PeakMoment::LayerBackward;

@@ -150,6 +150,37 @@ TEST_CASE("torchtitan keeps FSDP parameters gathered under pipelining") {
   CHECK(tt1.memory.master_weights == meg1.memory.master_weights);
 }
 
+TEST_CASE("torchtitan's all-gather ring attention holds every rank's K and V in its backward, Megatron's P2P ring does not") {
+  const ModelSpec m = load_model("llama3-70b");  // 64 heads, 8 KV heads, head dim 128
+  const HardwareProfile hw = load_hardware("h100-sxm-80g");
+  // The same 8192 tokens per rank at every cp: only the gathered K and V can grow with it.
+  const auto layout = [](int cp) {
+    Layout l;
+    l.tp = 8;
+    l.sp = true;
+    l.pp = 2;  // stage 0 holds no logits: its peak is a layer's backward
+    l.cp = cp;
+    l.micro_batch = 1;
+    l.recompute = Recompute::Full;
+    return l;
+  };
+  const auto program = [&](int cp, Framework f) { return expand_step_program(m, layout(cp), work(8192 * cp, 8, f)); };
+  for (int cp : {1, 2, 4, 8}) CHECK(program(cp, Framework::Megatron).dense_layer().attention_workspace == 0);
+  CHECK(program(1, Framework::Torchtitan).dense_layer().attention_workspace == 0);
+  const Bytes w4 = program(4, Framework::Torchtitan).dense_layer().attention_workspace;
+  const Bytes w8 = program(8, Framework::Torchtitan).dense_layer().attention_workspace;
+  // Four more ranks' bf16 K and V, as wide as Q (repeat_kv): 8 heads on this rank, not 1 KV head.
+  CHECK(w8 - w4 == doctest::Approx(4.0 * 8192 * 8 * (128 + 128) * 2));
+  // The cp-independent rest (fp32 accumulators and ring gradients) is a few times the local K, V.
+  const double local_kv = 8192.0 * 8 * 256 * 2;
+  CHECK(w4 - 4 * local_kv > 4 * local_kv);
+  // The memory model adds it to the layer backward's working set, in both models.
+  const Workload w = work(8192 * 8, 8, Framework::Torchtitan);
+  const Prediction p = predict(m, hw, w, layout(8));
+  const StepProgram prog = expand_step_program(m, layout(8), w);
+  CHECK(p.stage_memory[0].workspace == doctest::Approx(prog.dense_layer().recompute_workspace + w8));
+}
+
 TEST_CASE("the simulator schedules the same framework traffic as the closed form prices") {
   const HardwareProfile hw = load_hardware("h100-sxm-80g");
   struct Case {
