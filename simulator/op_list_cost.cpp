@@ -27,6 +27,11 @@ OpListCost price_op_list(const std::vector<Op>& ops, size_t recompute_ops, const
   // it, the reduce-scatter or all-reduce behind the GEMM right before it. Walking the list once:
   // the previous op's GEMM time, and an all-gather waiting for the next op.
   Seconds tp_hidable = 0, previous_gemm = 0, waiting_gather = 0;
+  // The backward of ring attention comes out of the reversed op list as the attention's backward
+  // followed by the exchange of K, V and dK, dV; both frameworks run that exchange step by step
+  // under the backward's blocks (TransformerEngine's AttnFuncWithCPAndKVP2P.backward, torch's
+  // _templated_ring_attention_backward), so it hides behind the attention backward before it.
+  Seconds ring_backward_partner = 0;
   for (size_t i = 0; i < ops.size(); ++i) {
     const Op& op = ops[i];
     const bool compute = op.kind == OpKind::Gemm || op.kind == OpKind::Attention || op.kind == OpKind::Memory;
@@ -40,6 +45,8 @@ OpListCost price_op_list(const std::vector<Op>& ops, size_t recompute_ops, const
     tp_hidable += std::min(waiting_gather, gemm);
     waiting_gather = 0;
     ++priced;
+    const Seconds partner = ring_backward_partner;
+    ring_backward_partner = compute && op.backward && op.overlaps_previous ? dt : 0;
     if (compute) {
       c.compute += dt;
       if (i < recompute_ops) c.recompute += dt;
@@ -60,7 +67,12 @@ OpListCost price_op_list(const std::vector<Op>& ops, size_t recompute_ops, const
       else if (op.tp_overlappable) tp_hidable += std::min(dt, previous_gemm);
     } else if (op.group == Group::CP) {
       c.cp_raw += dt;
-      pending_ring += dt;
+      if (op.backward && partner > 0) {
+        c.cp_exposed += overlap::with_hiding_cost(dt, partner, pricer.hardware().overlap_slowdown,
+                                                  [&](Seconds w) { return overlap::exposed_behind(dt, w); });
+      } else {
+        pending_ring += dt;
+      }
     } else {
       c.ep += dt;
     }

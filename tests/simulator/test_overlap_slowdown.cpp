@@ -1,12 +1,14 @@
 // A collective hidden behind compute still costs the compute it hides behind
 // (overlap::hiding_cost, HardwareProfile::overlap_slowdown; Lee et al. 2025, arXiv 2507.03114):
 // the closed form and the step simulator charge the same cost, and a slowdown of 0 is the ideal
-// overlap of before.
+// overlap of before. The CP ring hides behind the attention it runs under, forward and backward.
 #include <doctest/doctest.h>
 
 #include "models/model_zoo.hpp"
 #include "simulator/cost_model.hpp"
 #include "simulator/hardware_profile.hpp"
+#include "simulator/op_cost.hpp"
+#include "simulator/op_list_cost.hpp"
 #include "simulator/overlap_rules.hpp"
 #include "simulator/step_simulator.hpp"
 
@@ -64,4 +66,30 @@ TEST_CASE("overlapped DP and TP traffic slows the step by the slowdown times wha
     CHECK(std::abs(sb.step_time - b.step_time) < 0.03 * b.step_time);
     if (c.zero < 3) CHECK(sb.step_time - sa.step_time == doctest::Approx(b.step_time - a.step_time).epsilon(1e-3));
   }
+}
+
+TEST_CASE("the CP ring hides behind the attention in the backward as in the forward") {
+  const ModelSpec m = load_model("llama3-8b");
+  const HardwareProfile hw = load_hardware("h100-sxm-80g");
+  Layout l;
+  l.cp = 2;
+  Workload w;
+  w.seq = 16384;
+  w.global_batch = 4;
+  const StepProgram p = expand_step_program(m, l, w);
+  const OpPricer pricer(hw, l, w.dtype);
+  const auto& fwd = p.dense_layer().forward;
+  const auto& bwd = p.dense_layer().backward;
+  // The backward list holds the attention's backward, then its exchange of K, V and dK, dV.
+  size_t at = bwd.size();
+  for (size_t i = 0; i + 1 < bwd.size(); ++i)
+    if (bwd[i].kind == OpKind::Attention && bwd[i + 1].group == Group::CP) at = i;
+  REQUIRE(at < bwd.size());
+  const Seconds ring = pricer.time(bwd[at + 1]), attention = pricer.time(bwd[at]);
+  REQUIRE(ring < attention);  // 16k tokens: the exchange is shorter than the blocks it runs under
+  const OpListCost f = price_op_list(fwd, 0, pricer, false), b = price_op_list(bwd, 0, pricer, false);
+  CHECK(b.cp_raw == doctest::Approx(ring));
+  // Hidden: what remains is the compute it slows (overlap_slowdown of its time), as in the forward.
+  CHECK(b.cp_exposed == doctest::Approx(hw.overlap_slowdown * ring));
+  CHECK(f.cp_exposed == doctest::Approx(hw.overlap_slowdown * f.cp_raw));
 }
