@@ -22,6 +22,7 @@ struct Dims {
   Count colwise_input;               // width of a column-parallel GEMM's input kept (see make_dims)
   Count glu_input;                   // width of the SwiGLU input kept for its backward
   bool moe_probs_in_activation;      // experts weight by the routing probabilities in their SwiGLU
+  bool cp_gathers_kv;                // CP attention all-gathers K and V (FrameworkTraits::cp_gathers_kv)
   int heads_rank, kv_heads_rank;     // heads on this rank
   int qk_dim, v_dim;
 };
@@ -44,6 +45,7 @@ Dims make_dims(const ModelSpec& m, const Layout& l, const Workload& w) {
   d.colwise_input = d.gemm_input;
   d.glu_input = w.fp8_activation_input_store ? 1 : d.act;
   d.moe_probs_in_activation = framework_traits(w.framework).moe_probs_in_activation;
+  d.cp_gathers_kv = l.cp > 1 && framework_traits(w.framework).cp_gathers_kv;
   if (w.dtype == Dtype::FP8 && w.framework == Framework::Torchtitan) {
     // torchao's Float8Linear saves its high-precision input and casts again in the backward
     // (matmul_with_hp_or_float8_args saves input_hp); under TP the column-parallel inputs arrive
@@ -191,8 +193,7 @@ CoreRange add_attention(std::vector<Op>& ops, const ModelSpec& m, const Workload
   // call, its P2P ring included).
   CoreRange core;
   core.begin = ops.size();
-  if (d.cp > 1 && framework_traits(w.framework).cp_gathers_kv)
-    core.backward_workspace = ring_allgather_backward_bytes(d);
+  if (d.cp_gathers_kv) core.backward_workspace = ring_allgather_backward_bytes(d);
   if (d.cp > 1) {
     // Ring attention: cp-1 exchanges of this rank's K and V, hidden behind the attention compute.
     ops.push_back(collective("cp_kv_exchange", Group::CP, Collective::RingExchange, Bytes(T * (k_width + v_width) * a), d.cp));
