@@ -386,6 +386,7 @@ FrameworkTraits framework_traits(Framework f) {
       t.sp_keeps_gathered_input = true;
       t.fp32_gradients = true;
       t.cp_gathers_kv = true;
+      t.eager_pointwise_composites = true;
       break;
   }
   return t;

@@ -126,6 +126,14 @@ struct FrameworkTraits {
   // around the ring in fp32 (convert_to_f32). Megatron's TransformerEngine CP exchanges one K/V
   // chunk at a time (AttnFuncWithCPAndKVP2P) and holds no cp-wide buffer.
   bool cp_gathers_kv = false;
+  // Without torch.compile the model's pointwise pieces run as the eager PyTorch ops they are
+  // written in, one kernel each with its own pass over memory (torchtitan 9dec370,
+  // torchtitan/models/norms.py RMSNorm: x.float(), pow, mean, rsqrt, mul, type_as, mul by the
+  // weight; models/llama/model.py apply_rotary_emb: float, complex mul, type_as for Q and K;
+  // FeedForward: silu, then mul); compiled, Inductor fuses each into one kernel. Megatron and
+  // DeepSpeed's Megatron models call fused kernels (TransformerEngine / Apex norms, fused RoPE and
+  // bias-SwiGLU). Priced in the step program (eager_composites).
+  bool eager_pointwise_composites = false;
 };
 FrameworkTraits framework_traits(Framework f);
 

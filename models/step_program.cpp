@@ -23,6 +23,7 @@ struct Dims {
   Count glu_input;                   // width of the SwiGLU input kept for its backward
   bool moe_probs_in_activation;      // experts weight by the routing probabilities in their SwiGLU
   bool cp_gathers_kv;                // CP attention all-gathers K and V (FrameworkTraits::cp_gathers_kv)
+  bool eager_composites;             // norms, RoPE and SwiGLU as eager PyTorch ops (eager_composites)
   int heads_rank, kv_heads_rank;     // heads on this rank
   int qk_dim, v_dim;
 };
@@ -46,6 +47,7 @@ Dims make_dims(const ModelSpec& m, const Layout& l, const Workload& w) {
   d.glu_input = w.fp8_activation_input_store ? 1 : d.act;
   d.moe_probs_in_activation = framework_traits(w.framework).moe_probs_in_activation;
   d.cp_gathers_kv = l.cp > 1 && framework_traits(w.framework).cp_gathers_kv;
+  d.eager_composites = framework_traits(w.framework).eager_pointwise_composites && !w.compile;
   if (w.dtype == Dtype::FP8 && w.framework == Framework::Torchtitan) {
     // torchao's Float8Linear saves its high-precision input and casts again in the backward
     // (matmul_with_hp_or_float8_args saves input_hp); under TP the column-parallel inputs arrive
@@ -93,6 +95,53 @@ Op collective(const char* name, Group g, Collective c, Bytes message, int size) 
 Op with_saved(Op op, Bytes saved) {
   op.saved = saved;
   return op;
+}
+
+// The model's pointwise pieces as eager PyTorch runs them (FrameworkTraits::
+// eager_pointwise_composites): one kernel and one pass over memory per ATen op, forward and
+// autograd backward, counted per element from the module's code (torchtitan 9dec370) and the
+// backward formulas of tools/autograd/derivatives.yaml. `a` is the activation width, 4 the fp32
+// the norm and RoPE compute in. Without eager composites each is one fused kernel (the caller's).
+struct EagerComposite {
+  double forward_bytes, backward_bytes, saved_bytes;  // per element
+  int forward_kernels, backward_kernels;
+};
+// RMSNorm: x.float() (a+4), pow(2) (8), mean (4), + eps and rsqrt (per row), x * r (8),
+// type_as (4+a), * weight (2a). Backward: * weight (grad and the weight's row sum, 6a), type_as
+// (a+4), x * r (grad 8, the row sum of grad * x 16), rsqrt and mean (the broadcast divide, 4),
+// pow (x.pow(1), * 2, * grad: 28), the two gradients of x added (12), float (4+a). It keeps fp32
+// x and the bf16 normalized output for the backward.
+EagerComposite eager_rms_norm(Count a) {
+  const double w = double(a);
+  return {4 * w + 28, 8 * w + 76, 4 + w, 8, 15};
+}
+// Rotary embedding of Q or K: float (a+4), complex multiply by freqs_cis (8), type_as (4+a); the
+// backward mirrors it. The multiply keeps only freqs_cis (a buffer).
+EagerComposite eager_rope(Count a) { return {2 * double(a) + 16, 2 * double(a) + 16, 0, 3, 3}; }
+// SwiGLU, silu(x1) * x3 per FFN element: silu (2a), mul (3a); backward: the mul's two gradients
+// (6a), silu_backward (3a). It keeps x1, x3 and silu(x1).
+EagerComposite eager_swiglu(Count a) { return {5 * double(a), 9 * double(a), 3 * double(a), 2, 3}; }
+
+Op eager(Op op, const EagerComposite& c, double elements) {
+  op.bytes = Bytes(c.forward_bytes * elements);
+  op.backward_bytes = Bytes(c.backward_bytes * elements);
+  op.kernels = c.forward_kernels;
+  op.backward_kernels = c.backward_kernels;
+  return op;
+}
+
+// A norm over `rows` x h: fused, it reads and writes once and keeps its input; an eager RMSNorm
+// as above.
+Op norm_op(const char* name, const ModelSpec& m, const Dims& d, Count rows, Count norms = 1) {
+  const Count h = d.h, a = d.act;
+  const double elements = double(rows) * double(h) * double(norms);
+  if (d.eager_composites && m.norm == NormKind::RMSNorm) {
+    const EagerComposite c = eager_rms_norm(a);
+    Op op = eager(memory(name, OpClass::Norm, 0), c, elements);
+    op.kernels *= int(norms), op.backward_kernels *= int(norms);
+    return with_saved(op, Bytes(c.saved_bytes * elements));
+  }
+  return with_saved(memory(name, OpClass::Norm, Bytes(2 * a * elements)), Bytes(double(a) * elements));
 }
 
 // TP entry/exit of a block: all-gather in / reduce-scatter out under SP, else an all-reduce out.
@@ -166,7 +215,7 @@ Bytes ring_allgather_backward_bytes(const Dims& d) {
 
 CoreRange add_attention(std::vector<Op>& ops, const ModelSpec& m, const Workload& w, const Dims& d) {
   const Count T = d.tokens, Ts = d.sp_tokens, h = d.h, a = d.act;
-  ops.push_back(with_saved(memory("attn_norm", OpClass::Norm, Bytes(2 * Ts * h * a)), Bytes(Ts * h * a)));
+  ops.push_back(norm_op("attn_norm", m, d, Ts));
   tp_enter(ops, d, "attn_allgather");
   const Count q_width = Count(d.heads_rank) * d.qk_dim;
   const Count k_width = Count(d.kv_heads_rank) * d.qk_dim;
@@ -186,8 +235,14 @@ CoreRange add_attention(std::vector<Op>& ops, const ModelSpec& m, const Workload
   } else {
     ops.push_back(with_saved(gemm("qkv_proj", OpClass::Gemm, T, q_width + k_width + v_width, h), Bytes(d.gemm_input_tokens * h * d.colwise_input)));
   }
-  if (m.rotary_fraction > 0)
-    ops.push_back(memory("rope", OpClass::Elementwise, Bytes(2 * T * (q_width + k_width) * a)));
+  if (m.rotary_fraction > 0) {
+    Op rope = memory("rope", OpClass::Elementwise, Bytes(2 * T * (q_width + k_width) * a));
+    if (d.eager_composites) {
+      rope = eager(rope, eager_rope(a), double(T) * double(q_width + k_width));
+      rope.kernels *= 2, rope.backward_kernels *= 2;  // Q and K each
+    }
+    ops.push_back(rope);
+  }
   // The core attention that selective recompute re-runs; under CP it starts with the ring's K/V
   // exchange, which the recomputed attention runs again (Megatron checkpoints the CP attention
   // call, its P2P ring included).
@@ -262,7 +317,13 @@ void add_mlp_body(std::vector<Op>& ops, const ModelSpec& m, const Dims& d, Count
   // outside the fused SwiGLU (activation_func_with_probs) the activation's output for its gradient.
   const Bytes act_saved = (glu ? Bytes(tokens * ffn_rank * 2 * d.glu_input) : Bytes(tokens * ffn_rank * a)) +
                           (weighted ? Bytes(tokens * 4) + (glu ? 0 : Bytes(tokens * ffn_rank * a)) : 0);
-  ops.push_back(with_saved(memory(act_name, OpClass::Elementwise, Bytes(tokens * ffn_rank * a * (glu ? 3 : 2))), act_saved));
+  Op act = with_saved(memory(act_name, OpClass::Elementwise, Bytes(tokens * ffn_rank * a * (glu ? 3 : 2))), act_saved);
+  if (glu && d.eager_composites) {
+    const EagerComposite c = eager_swiglu(a);
+    act = eager(act, c, double(tokens) * double(ffn_rank));
+    act.saved = std::max(act.saved, Bytes(c.saved_bytes * double(tokens) * double(ffn_rank)));
+  }
+  ops.push_back(act);
   Op down_gemm = gemm(down, OpClass::Gemm, tokens / batch, h, ffn_rank, batch);
   down_gemm.grouped = batch > 1;
   ops.push_back(with_saved(down_gemm, Bytes(tokens * ffn_rank * d.gemm_input)));
@@ -270,7 +331,7 @@ void add_mlp_body(std::vector<Op>& ops, const ModelSpec& m, const Dims& d, Count
 
 void add_dense_mlp(std::vector<Op>& ops, const ModelSpec& m, const Dims& d) {
   const Count Ts = d.sp_tokens, h = d.h, a = d.act;
-  ops.push_back(with_saved(memory("mlp_norm", OpClass::Norm, Bytes(2 * Ts * h * a)), Bytes(Ts * h * a)));
+  ops.push_back(norm_op("mlp_norm", m, d, Ts));
   tp_enter(ops, d, "mlp_allgather");
   add_mlp_body(ops, m, d, d.tokens, m.ffn / d.tp, d.gemm_input_tokens, d.colwise_input);
   tp_exit(ops, d, "mlp_allreduce", "mlp_reducescatter");
@@ -284,7 +345,7 @@ void add_moe_mlp(std::vector<Op>& ops, const ModelSpec& m, const Dims& d) {
   // micro-batch's tokens over TP ranks (sequence parallel), so each routes tokens/tp.
   const Count Tm = d.tokens / d.tp;
   const int k = m.moe.top_k;
-  ops.push_back(with_saved(memory("mlp_norm", OpClass::Norm, Bytes(2 * Tm * h * a)), Bytes(Tm * h * a)));
+  ops.push_back(norm_op("mlp_norm", m, d, Tm));
   // The router GEMM saves its input for the weight gradient and the fp32 routing probabilities.
   ops.push_back(with_saved(gemm("router", OpClass::Router, Tm, m.moe.num_experts, h),
                            Bytes(Tm * h * a) + Bytes(Tm * m.moe.num_experts * 4)));
@@ -345,6 +406,8 @@ void add_backward(std::vector<Op>& out, const Op& f) {
       Op b = f;
       b.bytes = f.backward_bytes > 0 ? f.backward_bytes : 1.5 * f.bytes;  // reads the gradient and the saved input, writes one gradient
       b.backward_bytes = 0;
+      if (f.backward_kernels > 0) b.kernels = f.backward_kernels;
+      b.backward_kernels = 0;
       b.saved = 0;
       out.push_back(b);
       break;
@@ -634,10 +697,10 @@ void add_head_input_grad(std::vector<Op>& backward, const Dims& d, const HeadNam
 // Bytes of the multi-kernel fp32 loss's forward per logit (Megatron's and F.cross_entropy's, above).
 double fp32_loss_forward_bytes(Count a) { return double(a + 36); }
 
-void add_output_head(std::vector<Op>& ops, const Layout& l, const Dims& d, Count vocab_rank, const HeadNames& n,
+void add_output_head(std::vector<Op>& ops, const ModelSpec& m_of_head, const Layout& l, const Dims& d, Count vocab_rank, const HeadNames& n,
                      CrossEntropy ce) {
   const Count T = d.tokens, Ts = d.sp_tokens, h = d.h, a = d.act;
-  ops.push_back(with_saved(memory(n.norm, OpClass::Norm, Bytes(2 * Ts * h * a)), Bytes(Ts * h * a)));
+  ops.push_back(norm_op(n.norm, m_of_head, d, Ts));
   tp_enter(ops, d, n.allgather);
   ops.push_back(with_saved(gemm(n.gemm, OpClass::Gemm, T, vocab_rank, h), Bytes(d.gemm_input_tokens * h * a)));
   const double logits = double(T) * double(vocab_rank);
@@ -672,12 +735,12 @@ void add_mtp(StageEdges& st, bool first, const ModelSpec& m, const Layout& l, co
     std::vector<Op> head;  // what runs before and after the layer, priced and saved like the main head
     head.push_back(memory("mtp_embedding", OpClass::Embedding, Bytes(2 * T * h * a)));
     tp_exit(head, d, "mtp_embed_allreduce", "mtp_embed_reducescatter");
-    head.push_back(with_saved(memory("mtp_norms", OpClass::Norm, Bytes(4 * Ts * h * a)), Bytes(2 * Ts * h * a)));
+    head.push_back(norm_op("mtp_norms", m, d, Ts, 2));
     tp_enter(head, d, "mtp_proj_allgather");
     head.push_back(with_saved(gemm("mtp_proj", OpClass::Gemm, T, h / d.tp, 2 * h), Bytes(d.gemm_input_tokens * 2 * h * d.gemm_input)));
     tp_exit(head, d, "mtp_proj_allreduce", "mtp_proj_reducescatter");
     std::vector<Op> tail;
-    add_output_head(tail, l, d, vocab_rank, kMtpHead, cross_entropy_of(w));
+    add_output_head(tail, m, l, d, vocab_rank, kMtpHead, cross_entropy_of(w));
     for (const Op& op : head) st.post_forward.push_back(op), st.post_saved += op.saved;
     for (Op op : layer.forward) {
       op.saved = 0;  // the policy's total is added below
@@ -713,7 +776,7 @@ StageEdges make_edges(const ModelSpec& m, const Layout& l, const Workload& w, co
     st.dense_params += vocab_rank * h + (m.learned_positions ? Count(m.max_seq) * h : 0);
   }
   if (last) {
-    add_output_head(st.post_forward, l, d, vocab_rank, kMainHead, cross_entropy_of(w));
+    add_output_head(st.post_forward, m, l, d, vocab_rank, kMainHead, cross_entropy_of(w));
     // Transient logits at the loss's peak: Megatron's fused loss holds the low-precision logits
     // besides its fp32 copy; unfused F.cross_entropy's backward holds the fp32 gradient arriving
     // at the log-softmax and the one it produces next to the saved log-softmax (2 x 4 bytes);

@@ -116,8 +116,9 @@ Seconds OpPricer::time(const Op& op) const {
     case OpKind::Gemm:
       return gemm_time(op.m, op.n, op.k, op.batch, op.grouped) + op.cast_bytes / (hw_.memory_bandwidth * hw_.memory_efficiency);
     case OpKind::Attention: return attention_time(op);
-    case OpKind::Memory:
-      return std::max(kMinKernelTime, op.bytes / (hw_.memory_bandwidth * hw_.memory_efficiency));
+    case OpKind::Memory:  // at least one launch for each kernel the op runs
+      return std::max(double(std::max(1, op.kernels)) * kMinKernelTime,
+                      op.bytes / (hw_.memory_bandwidth * hw_.memory_efficiency));
     case OpKind::Collective:
     case OpKind::PointToPoint: return collective(op.group, op.collective, op.message);
   }

@@ -44,7 +44,7 @@ OpListCost price_op_list(const std::vector<Op>& ops, size_t recompute_ops, const
     const Seconds gemm = op.kind == OpKind::Gemm ? dt : 0;
     tp_hidable += std::min(waiting_gather, gemm);
     waiting_gather = 0;
-    ++priced;
+    priced += op.kernels;
     const Seconds partner = ring_backward_partner;
     ring_backward_partner = compute && op.backward && op.overlaps_previous ? dt : 0;
     if (compute) {
