@@ -387,6 +387,7 @@ FrameworkTraits framework_traits(Framework f) {
       t.fp32_gradients = true;
       t.cp_gathers_kv = true;
       t.eager_pointwise_composites = true;
+      t.tp_overlap_single_matmul = true;
       break;
   }
   return t;

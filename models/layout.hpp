@@ -134,6 +134,13 @@ struct FrameworkTraits {
   // DeepSpeed's Megatron models call fused kernels (TransformerEngine / Apex norms, fused RoPE and
   // bias-SwiGLU). Priced in the step program (eager_composites).
   bool eager_pointwise_composites = false;
+  // TP communication overlap fuses a reduce-scatter only with the one matmul producing its input
+  // (PyTorch's async TP, torch/_inductor/fx_passes/micro_pipeline_tp.py: the reduce-scatter's
+  // input must come from a matmul). The backward of a block's sequence-parallel all-gather
+  // reduce-scatters the sum of the input gradients of every matmul that read the gathered input
+  // (torchtitan's separate wq, wk, wv and w1, w3), so it stays exposed. TransformerEngine's
+  // userbuffers overlap it with the fused QKV / FC1 dgrad GEMM (Megatron).
+  bool tp_overlap_single_matmul = false;
 };
 FrameworkTraits framework_traits(Framework f);
 

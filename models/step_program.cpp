@@ -24,6 +24,7 @@ struct Dims {
   bool moe_probs_in_activation;      // experts weight by the routing probabilities in their SwiGLU
   bool cp_gathers_kv;                // CP attention all-gathers K and V (FrameworkTraits::cp_gathers_kv)
   bool eager_composites;             // norms, RoPE and SwiGLU as eager PyTorch ops (eager_composites)
+  bool tp_overlap_single_matmul;     // async TP fuses a reduce-scatter only with one matmul's output
   int heads_rank, kv_heads_rank;     // heads on this rank
   int qk_dim, v_dim;
 };
@@ -48,6 +49,7 @@ Dims make_dims(const ModelSpec& m, const Layout& l, const Workload& w) {
   d.moe_probs_in_activation = framework_traits(w.framework).moe_probs_in_activation;
   d.cp_gathers_kv = l.cp > 1 && framework_traits(w.framework).cp_gathers_kv;
   d.eager_composites = framework_traits(w.framework).eager_pointwise_composites && !w.compile;
+  d.tp_overlap_single_matmul = framework_traits(w.framework).tp_overlap_single_matmul;
   if (w.dtype == Dtype::FP8 && w.framework == Framework::Torchtitan) {
     // torchao's Float8Linear saves its high-precision input and casts again in the backward
     // (matmul_with_hp_or_float8_args saves input_hp); under TP the column-parallel inputs arrive
@@ -149,6 +151,7 @@ void tp_enter(std::vector<Op>& ops, const Dims& d, const char* name) {
   if (d.tp > 1 && d.sp) {
     Op op = collective(name, Group::TP, Collective::AllGather, Bytes(d.tokens * d.h * d.act), d.tp);
     op.tp_overlappable = true;
+    op.backward_tp_overlappable = !d.tp_overlap_single_matmul;
     ops.push_back(op);
   }
 }
@@ -416,6 +419,7 @@ void add_backward(std::vector<Op>& out, const Op& f) {
     case OpKind::PointToPoint: {
       Op b = f;
       b.saved = 0;
+      b.tp_overlappable = f.tp_overlappable && f.backward_tp_overlappable;
       if (f.collective == Collective::AllGather) b.collective = Collective::ReduceScatter;
       else if (f.collective == Collective::ReduceScatter) b.collective = Collective::AllGather;
       else if (f.collective == Collective::RingExchange) b.message = 2 * f.message;  // K,V in and dK,dV back

@@ -40,6 +40,7 @@ struct Op {
   int group_size = 1;
   Bytes saved = 0;        // forward op: activation bytes it keeps for the backward pass
   bool tp_overlappable = false;  // a TP collective that TP comm overlap can hide behind a GEMM
+  bool backward_tp_overlappable = true;  // its backward collective too (see tp_enter)
   bool overlaps_previous = false;  // runs concurrently with the op before it (CP ring with attention)
   bool weight_grad = false;        // backward GEMM producing a weight gradient (deferrable: zero-bubble W)
   bool backward = false;           // an op of the backward pass (a recomputed forward op is not)

@@ -4,6 +4,7 @@
 
 
 #include <string>
+#include <string_view>
 
 #include "common/error.hpp"
 #include "models/model_zoo.hpp"
@@ -421,4 +422,45 @@ TEST_CASE("TP overlap hides each collective behind the GEMM it is fused with, no
     CHECK(price_op_list(ops, 0, pricer, false).tp_exposed == doctest::Approx(cost.tp_raw));
   }
   CHECK(pairwise_differs);
+}
+
+TEST_CASE("async TP fuses a reduce-scatter with one matmul: torchtitan's backward reduce-scatter of a block's input stays exposed") {
+  // torch/_inductor/fx_passes/micro_pipeline_tp.py fuse_matmul_reduce_scatter needs the
+  // reduce-scatter's input to be one matmul's output. The gradient of a block's all-gathered
+  // input is the sum of what wq, wk and wv (w1 and w3) send back: not a matmul, so not fused.
+  const ModelSpec m = load_model("llama3-8b");
+  Layout l;
+  l.dp = 1;
+  l.tp = 8;
+  l.sp = true;
+  l.tp_overlap = true;
+  auto block_entries = [&](Framework fw) {
+    const LayerProgram layer = expand_step_program(m, l, work(8192, 1, fw)).dense_layer();
+    int forward_hidable = 0, backward_hidable = 0, backward_entries = 0;
+    for (const Op& op : layer.forward)
+      if (op.group == Group::TP && op.collective == Collective::AllGather && op.tp_overlappable) ++forward_hidable;
+    for (const Op& op : layer.backward) {
+      const std::string_view name = op.name;
+      if (!op.backward || (name != "attn_allgather" && name != "mlp_allgather")) continue;
+      CHECK(op.collective == Collective::ReduceScatter);
+      ++backward_entries;
+      if (op.tp_overlappable) ++backward_hidable;
+    }
+    CHECK(forward_hidable == 2);
+    CHECK(backward_entries == 2);
+    return backward_hidable;
+  };
+  CHECK(block_entries(Framework::Torchtitan) == 0);
+  CHECK(block_entries(Framework::Megatron) == 2);  // TransformerEngine overlaps the fused QKV / FC1 dgrad's
+
+  // So async TP hides less of torchtitan's TP time than of Megatron's on the same layer.
+  const HardwareProfile hw = load_hardware("h100-sxm-80g");
+  const LayerProgram tt = expand_step_program(m, l, work(8192, 1, Framework::Torchtitan)).dense_layer();
+  const OpListCost cost = price_op_list(tt.backward, tt.recompute_ops, OpPricer(hw, l, Dtype::BF16), true);
+  double entries = 0;
+  for (const Op& op : tt.backward)
+    if (op.backward && op.group == Group::TP && op.collective == Collective::ReduceScatter && !op.tp_overlappable)
+      entries += OpPricer(hw, l, Dtype::BF16).time(op);
+  CHECK(entries > 0);
+  CHECK(cost.tp_exposed >= entries);
 }
