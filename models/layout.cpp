@@ -388,6 +388,9 @@ FrameworkTraits framework_traits(Framework f) {
       t.cp_gathers_kv = true;
       t.eager_pointwise_composites = true;
       t.tp_overlap_single_matmul = true;
+      t.tp_overlap_rs_chunks = 0;
+      t.tp_overlap_rs_tail = false;
+      t.tp_overlap_rs_local_sum = true;
       break;
   }
   return t;

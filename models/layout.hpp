@@ -141,6 +141,20 @@ struct FrameworkTraits {
   // (torchtitan's separate wq, wk, wv and w1, w3), so it stays exposed. TransformerEngine's
   // userbuffers overlap it with the fused QKV / FC1 dgrad GEMM (Megatron).
   bool tp_overlap_single_matmul = false;
+  // TP comm overlap pipelines a fused GEMM against its collective in chunks, so only part of the
+  // GEMM can run under the transfer. All-gathers split into tp chunks (the local shard's first,
+  // each remote one as it arrives: TransformerEngine's ring exchange, PyTorch's
+  // _pipelined_all_gather_and_consume). The GEMM before a forward reduce-scatter: TransformerEngine
+  // (Megatron) splits it into 4 and reduce-scatters each chunk as it finishes, the last one after
+  // the GEMM ("pipeline" method, num_splits 4: transformer_engine/pytorch/module/base.py
+  // initialize_ub's default config); PyTorch's async TP splits it into tp chunks, one per
+  // destination rank and its own last, then sums the tp partials of its shard in one more kernel
+  // (torch/distributed/_symmetric_memory/__init__.py, _fused_matmul_reduce_scatter_impl:
+  // _pipelined_produce_and_all2all, then torch.sum over the stacked partials). Priced in
+  // simulator/op_list_cost.cpp.
+  int tp_overlap_rs_chunks = 4;           // 0: the TP size
+  bool tp_overlap_rs_tail = true;         // the last chunk's reduce-scatter follows the GEMM
+  bool tp_overlap_rs_local_sum = false;   // the partials are summed after the exchange
 };
 FrameworkTraits framework_traits(Framework f);
 

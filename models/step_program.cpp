@@ -25,6 +25,8 @@ struct Dims {
   bool cp_gathers_kv;                // CP attention all-gathers K and V (FrameworkTraits::cp_gathers_kv)
   bool eager_composites;             // norms, RoPE and SwiGLU as eager PyTorch ops (eager_composites)
   bool tp_overlap_single_matmul;     // async TP fuses a reduce-scatter only with one matmul's output
+  int tp_rs_chunks;                  // a fused reduce-scatter's chunks (FrameworkTraits::tp_overlap_rs_chunks)
+  bool tp_rs_tail, tp_rs_local_sum;  // its last chunk after the GEMM; the partials' sum after it
   int heads_rank, kv_heads_rank;     // heads on this rank
   int qk_dim, v_dim;
 };
@@ -50,6 +52,10 @@ Dims make_dims(const ModelSpec& m, const Layout& l, const Workload& w) {
   d.cp_gathers_kv = l.cp > 1 && framework_traits(w.framework).cp_gathers_kv;
   d.eager_composites = framework_traits(w.framework).eager_pointwise_composites && !w.compile;
   d.tp_overlap_single_matmul = framework_traits(w.framework).tp_overlap_single_matmul;
+  d.tp_rs_chunks = framework_traits(w.framework).tp_overlap_rs_chunks;
+  if (d.tp_rs_chunks <= 0) d.tp_rs_chunks = l.tp;
+  d.tp_rs_tail = framework_traits(w.framework).tp_overlap_rs_tail;
+  d.tp_rs_local_sum = framework_traits(w.framework).tp_overlap_rs_local_sum;
   if (w.dtype == Dtype::FP8 && w.framework == Framework::Torchtitan) {
     // torchao's Float8Linear saves its high-precision input and casts again in the backward
     // (matmul_with_hp_or_float8_args saves input_hp); under TP the column-parallel inputs arrive
@@ -152,6 +158,7 @@ void tp_enter(std::vector<Op>& ops, const Dims& d, const char* name) {
     Op op = collective(name, Group::TP, Collective::AllGather, Bytes(d.tokens * d.h * d.act), d.tp);
     op.tp_overlappable = true;
     op.backward_tp_overlappable = !d.tp_overlap_single_matmul;
+    op.overlap_chunks = d.tp;
     ops.push_back(op);
   }
 }
@@ -160,6 +167,11 @@ void tp_exit(std::vector<Op>& ops, const Dims& d, const char* ar_name, const cha
   Op op = d.sp ? collective(rs_name, Group::TP, Collective::ReduceScatter, Bytes(d.tokens * d.h * d.act), d.tp)
                : collective(ar_name, Group::TP, Collective::AllReduce, Bytes(d.tokens * d.h * d.act), d.tp);
   op.tp_overlappable = true;
+  if (d.sp) {
+    op.overlap_chunks = d.tp_rs_chunks;
+    op.overlap_tail = d.tp_rs_tail;
+    op.overlap_local_sum = d.tp_rs_local_sum;
+  }
   // Without SP the output's all-reduce has the identity as its backward (Megatron's
   // reduce_from_tensor_model_parallel_region); its block's input gradient is all-reduced instead
   // (add_tp_input_grads).
@@ -420,8 +432,16 @@ void add_backward(std::vector<Op>& out, const Op& f) {
       Op b = f;
       b.saved = 0;
       b.tp_overlappable = f.tp_overlappable && f.backward_tp_overlappable;
+      // The backward of a block's all-gather reduce-scatters the input gradient beside the weight
+      // gradient's GEMM, unchunked (TransformerEngine's "bulk" overlap); that of its
+      // reduce-scatter all-gathers the output gradient into the input-gradient GEMM in tp chunks.
+      b.overlap_chunks = 0;
+      b.overlap_tail = b.overlap_local_sum = false;
       if (f.collective == Collective::AllGather) b.collective = Collective::ReduceScatter;
-      else if (f.collective == Collective::ReduceScatter) b.collective = Collective::AllGather;
+      else if (f.collective == Collective::ReduceScatter) {
+        b.collective = Collective::AllGather;
+        b.overlap_chunks = f.group_size;
+      }
       else if (f.collective == Collective::RingExchange) b.message = 2 * f.message;  // K,V in and dK,dV back
       out.push_back(b);
       break;

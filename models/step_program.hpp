@@ -41,6 +41,12 @@ struct Op {
   Bytes saved = 0;        // forward op: activation bytes it keeps for the backward pass
   bool tp_overlappable = false;  // a TP collective that TP comm overlap can hide behind a GEMM
   bool backward_tp_overlappable = true;  // its backward collective too (see tp_enter)
+  // Under TP comm overlap (FrameworkTraits::tp_overlap_rs_chunks): the chunks the collective and
+  // its GEMM are pipelined in (0: none, the two only run side by side), whether the last chunk's
+  // collective follows the GEMM, and whether a sum of the tp partials follows the exchange.
+  int overlap_chunks = 0;
+  bool overlap_tail = false;
+  bool overlap_local_sum = false;
   bool overlaps_previous = false;  // runs concurrently with the op before it (CP ring with attention)
   bool weight_grad = false;        // backward GEMM producing a weight gradient (deferrable: zero-bubble W)
   bool backward = false;           // an op of the backward pass (a recomputed forward op is not)

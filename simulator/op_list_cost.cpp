@@ -26,7 +26,14 @@ OpListCost price_op_list(const std::vector<Op>& ops, size_t recompute_ops, const
   // chunks that run while the next chunk moves): the all-gather hides behind the GEMM right after
   // it, the reduce-scatter or all-reduce behind the GEMM right before it. Walking the list once:
   // the previous op's GEMM time, and an all-gather waiting for the next op.
-  Seconds tp_hidable = 0, previous_gemm = 0, waiting_gather = 0;
+  // Each pair is pipelined in chunks (Op::overlap_chunks, FrameworkTraits::tp_overlap_rs_chunks):
+  // the first chunk of an all-gather's GEMM (the local shard) and the last of a reduce-scatter's
+  // GEMM have nothing to hide, so at most (n-1)/n of the GEMM runs under the transfer; where the
+  // last chunk's reduce-scatter follows the GEMM, 1/n of the transfer is always exposed; where the
+  // partials are summed after the exchange (PyTorch's async TP), that pass is exposed too.
+  Seconds tp_hidable = 0, previous_gemm = 0, waiting_gather = 0, partial_sums = 0;
+  int waiting_chunks = 0;
+  auto pipelined_share = [](int chunks) { return chunks >= 2 ? double(chunks - 1) / chunks : 1.0; };
   // The backward of ring attention comes out of the reversed op list as the attention's backward
   // followed by the exchange of K, V and dK, dV; both frameworks run that exchange step by step
   // under the backward's blocks (TransformerEngine's AttnFuncWithCPAndKVP2P.backward, torch's
@@ -42,7 +49,7 @@ OpListCost price_op_list(const std::vector<Op>& ops, size_t recompute_ops, const
     }
     const Seconds dt = pricer.time(op);
     const Seconds gemm = op.kind == OpKind::Gemm ? dt : 0;
-    tp_hidable += std::min(waiting_gather, gemm);
+    tp_hidable += std::min(waiting_gather, gemm * pipelined_share(waiting_chunks));
     waiting_gather = 0;
     priced += op.kernels;
     const Seconds partner = ring_backward_partner;
@@ -63,8 +70,22 @@ OpListCost price_op_list(const std::vector<Op>& ops, size_t recompute_ops, const
       }
     } else if (op.group == Group::TP) {
       c.tp_raw += dt;
-      if (op.tp_overlappable && op.collective == Collective::AllGather) waiting_gather = dt;
-      else if (op.tp_overlappable) tp_hidable += std::min(dt, previous_gemm);
+      if (op.tp_overlappable && op.collective == Collective::AllGather) {
+        waiting_gather = dt;
+        waiting_chunks = op.overlap_chunks;
+      } else if (op.tp_overlappable && previous_gemm > 0) {
+        const double share = pipelined_share(op.overlap_chunks);
+        tp_hidable += std::min(op.overlap_tail ? dt * share : dt, previous_gemm * share);
+        if (tp_overlap && op.overlap_local_sum) {
+          // Read the tp partials of this rank's shard (the unsharded output), write the shard.
+          Op sum;
+          sum.name = "tp_partial_sum";
+          sum.kind = OpKind::Memory;
+          sum.bytes = op.message * (1.0 + 1.0 / std::max(1, op.group_size));
+          partial_sums += pricer.time(sum);
+          ++priced;
+        }
+      }
     } else if (op.group == Group::CP) {
       c.cp_raw += dt;
       if (op.backward && partner > 0) {
@@ -89,7 +110,7 @@ OpListCost price_op_list(const std::vector<Op>& ops, size_t recompute_ops, const
   }
   c.tp_exposed = overlap::with_hiding_cost(c.tp_raw, tp_hidable, hw.overlap_slowdown, [&](Seconds w) {
     return overlap::exposed_tp(c.tp_raw, w, tp_overlap);
-  });
+  }) + partial_sums;
   const Seconds gpu = c.duration();
   const Seconds host = priced * hw.kernel_overhead;
   c.overhead = overlap::dispatch_bound(gpu, host, hw.dispatch_overlap) - gpu;

@@ -407,7 +407,13 @@ TEST_CASE("TP overlap hides each collective behind the GEMM it is fused with, no
       if (ops[i].group != Group::TP) continue;
       const size_t partner = ops[i].collective == Collective::AllGather ? i + 1 : i - 1;
       const Seconds g = ops[partner].kind == OpKind::Gemm ? pricer.time(ops[partner]) : 0;
-      expected += std::max(0.0, pricer.time(ops[i]) - g);
+      // Pipelined in chunks (Op::overlap_chunks): the GEMM's first (all-gather) or last
+      // (reduce-scatter) chunk has nothing to hide; Megatron's last reduce-scatter chunk follows
+      // the GEMM.
+      const int n = ops[i].overlap_chunks;
+      const double share = n >= 2 ? double(n - 1) / n : 1.0;
+      const Seconds c = pricer.time(ops[i]);
+      expected += c - std::min(ops[i].overlap_tail ? c * share : c, g * share);
     }
     // What is hidden is not free: the GEMMs under it lose overlap_slowdown of its time, and the
     // longer GEMMs hide that much more of what was exposed.
@@ -463,4 +469,118 @@ TEST_CASE("async TP fuses a reduce-scatter with one matmul: torchtitan's backwar
       entries += OpPricer(hw, l, Dtype::BF16).time(op);
   CHECK(entries > 0);
   CHECK(cost.tp_exposed >= entries);
+}
+
+namespace {
+Op test_gemm(Count m, Count n, Count k) {
+  Op op;
+  op.name = "gemm";
+  op.kind = OpKind::Gemm;
+  op.op_class = OpClass::Gemm;
+  op.m = m, op.n = n, op.k = k;
+  op.flops = 2.0 * double(m) * double(n) * double(k);
+  return op;
+}
+Op test_tp_collective(Collective c, Bytes message, int chunks, bool tail = false, bool local_sum = false) {
+  Op op = collective_op("tp", Group::TP, c, message, 8);
+  op.tp_overlappable = true;
+  op.overlap_chunks = chunks;
+  op.overlap_tail = tail;
+  op.overlap_local_sum = local_sum;
+  return op;
+}
+}  // namespace
+
+TEST_CASE("TP overlap pipelines a collective with its GEMM in chunks: at most (n-1)/n of the GEMM hides it") {
+  // TransformerEngine's ring exchange and PyTorch's _pipelined_all_gather_and_consume multiply the
+  // local shard first, while nothing has arrived; the hiding cost is set to 0 to see the rule alone.
+  HardwareProfile hw = load_hardware("h100-sxm-80g");
+  hw.overlap_slowdown = 0;
+  Layout l;
+  l.tp = 8;
+  l.sp = true;
+  const OpPricer pricer(hw, l, Dtype::BF16);
+  const Op big_gather = test_tp_collective(Collective::AllGather, 4e9, 8);   // longer than the GEMM
+  const Op small_gather = test_tp_collective(Collective::AllGather, 4e6, 8);  // shorter
+  const Op g = test_gemm(8192, 4096, 4096);
+  const Seconds G = pricer.time(g);
+  REQUIRE(pricer.time(big_gather) > G);
+  REQUIRE(pricer.time(small_gather) < G / 8);
+  // Communication-bound: the transfer less 7/8 of the GEMM is exposed; unchunked, less all of it.
+  const OpListCost chunked = price_op_list({big_gather, g}, 0, pricer, true);
+  CHECK(chunked.tp_exposed == doctest::Approx(pricer.time(big_gather) - G * 7.0 / 8.0));
+  Op bulk = big_gather;
+  bulk.overlap_chunks = 0;
+  CHECK(price_op_list({bulk, g}, 0, pricer, true).tp_exposed == doctest::Approx(pricer.time(big_gather) - G));
+  // Compute-bound: the gather hides entirely.
+  CHECK(price_op_list({small_gather, g}, 0, pricer, true).tp_exposed == doctest::Approx(0.0));
+  // Without overlap every second of it is exposed.
+  CHECK(price_op_list({big_gather, g}, 0, pricer, false).tp_exposed == doctest::Approx(pricer.time(big_gather)));
+}
+
+TEST_CASE("a fused reduce-scatter: TransformerEngine's last chunk follows the GEMM, PyTorch's async TP sums the partials after") {
+  HardwareProfile hw = load_hardware("h100-sxm-80g");
+  hw.overlap_slowdown = 0;
+  Layout l;
+  l.tp = 8;
+  l.sp = true;
+  const OpPricer pricer(hw, l, Dtype::BF16);
+  const Op g = test_gemm(65536, 4096, 4096);
+  const Seconds G = pricer.time(g);
+  const Bytes message = 65536.0 * 4096 * 2;
+  // TransformerEngine's "pipeline" method: 4 chunks, each reduce-scattered when its GEMM chunk ends.
+  const Op te = test_tp_collective(Collective::ReduceScatter, message, 4, true);
+  const Seconds C = pricer.time(te);
+  REQUIRE(C < G);
+  CHECK(price_op_list({g, te}, 0, pricer, true).tp_exposed == doctest::Approx(C / 4));
+  // PyTorch: 8 chunks, its own last, then one pass over the 8 partials of its shard.
+  const Op torch_rs = test_tp_collective(Collective::ReduceScatter, message, 8, false, true);
+  Op sum;
+  sum.kind = OpKind::Memory;
+  sum.bytes = message * (1.0 + 1.0 / 8);
+  const OpListCost t = price_op_list({g, torch_rs}, 0, pricer, true);
+  CHECK(t.tp_exposed == doctest::Approx(pricer.time(sum)));
+  CHECK(pricer.time(sum) > 0);
+  // The sum exists only where the overlap fused them; vanilla TP pays NCCL's reduce-scatter alone.
+  CHECK(price_op_list({g, torch_rs}, 0, pricer, false).tp_exposed == doctest::Approx(C));
+  // A reduce-scatter with no GEMM before it (the embedding's) is not fused: no chunks, no sum.
+  Op lookup;
+  lookup.kind = OpKind::Memory;
+  lookup.bytes = 1e6;
+  CHECK(price_op_list({lookup, torch_rs}, 0, pricer, true).tp_exposed == doctest::Approx(C));
+}
+
+TEST_CASE("the step program marks each framework's TP overlap chunks: Megatron's 4-way reduce-scatter, torch's tp-way with a sum") {
+  const ModelSpec m = load_model("llama3-8b");
+  Layout l;
+  l.tp = 8;
+  l.sp = true;
+  l.tp_overlap = true;
+  for (Framework fw : {Framework::Megatron, Framework::Torchtitan}) {
+    CAPTURE(to_string(fw));
+    const LayerProgram layer = expand_step_program(m, l, work(8192, 1, fw)).dense_layer();
+    int gathers = 0, scatters = 0;
+    for (const Op& op : layer.forward) {
+      if (op.group != Group::TP) continue;
+      if (op.collective == Collective::AllGather) {
+        ++gathers;
+        CHECK(op.overlap_chunks == 8);
+      } else {
+        ++scatters;
+        CHECK(op.overlap_chunks == (fw == Framework::Megatron ? 4 : 8));
+        CHECK(op.overlap_tail == (fw == Framework::Megatron));
+        CHECK(op.overlap_local_sum == (fw == Framework::Torchtitan));
+      }
+    }
+    CHECK(gathers == 2);
+    CHECK(scatters == 2);
+    // Backward: the output gradient's all-gather feeds the input-gradient GEMM in tp chunks; the
+    // input gradient's reduce-scatter runs unchunked beside the weight gradient's GEMM.
+    for (const Op& op : layer.backward) {
+      if (op.group != Group::TP || !op.backward) continue;
+      CHECK(op.overlap_chunks == (op.collective == Collective::AllGather ? 8 : 0));
+      CHECK_FALSE(op.overlap_tail);
+      CHECK_FALSE(op.overlap_local_sum);
+    }
+  }
 }
