@@ -24,7 +24,7 @@ struct RowResult {
   std::string id;
   bool scored = false;
   std::string skip_reason;        // why not scored
-  std::vector<std::string> filled;  // fields filled the way a user would ("recompute=full (cheapest that fits)")
+  std::vector<std::string> filled;  // fields filled the way a user would ("recompute=full": the fastest layout that fits)
   Scenario scenario;
   std::map<std::string, double> measured, predicted, error_pct;  // signed % error per metric
   bool predicted_to_fit = true;

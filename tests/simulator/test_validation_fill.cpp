@@ -214,7 +214,7 @@ TEST_CASE("unstated dense FFN is 4 x hidden, unstated layouts and impossible bat
   CHECK(rep.rows[2].skip_reason == "layout invalid: global batch divisible by dp*micro-batch");
 }
 
-TEST_CASE("Megatron's selective recompute: the lightest module set that fits, as for an unstated policy") {
+TEST_CASE("Megatron's selective recompute: the module set whose layout is fastest in memory, as for an unstated policy") {
   // DeepSeek-V3 on 2048 H800 with selective recompute: core attention alone does not fit, the
   // ladder's heavier sets (moe_act, layernorm, mla_up_proj) are tried until one does.
   const ValidationReport rep = run(
@@ -259,4 +259,25 @@ TEST_CASE("an unstated recompute is one the codebase had at its date: no selecti
   CHECK(rep.rows[1].scenario.layout.recompute == Recompute::Selective);
   CHECK(rep.rows[2].scenario.layout.recompute == Recompute::Selective);  // Megatron's model code
   CHECK(rep.rows[3].scenario.layout.recompute == Recompute::Full);       // the DeepSpeed engine's checkpointing
+}
+
+TEST_CASE("an unstated recompute is chosen with the rest: the fastest layout that fits, a heavier recompute where it lets a deeper interleave fit") {
+  // Llama 3 405B on 8192 H100 (arXiv 2407.21783 Table 4: tp 8, pp 16, dp 64, 32 sequences per DP
+  // rank), recompute, micro-batch and vpp not stated. With core attention recomputed only 1F1B
+  // fits, its bubble 15 of 47 slots; full recompute fits an 8-way interleave and is faster.
+  const std::string shape = "126,16384,53248,128,8,128256,8192,,,,h100-sxm-80g,8192,8,64,8,16,,1,1,1,1,,2048,";
+  const ValidationReport rep = run("U,a," + shape + ",bf16,,430,,,,,,meta-internal,2024-07,flash\n" +
+                                   "S,a," + shape + "selective,bf16,,430,,,,,,meta-internal,2024-07,flash\n" +
+                                   "F,a," + shape + "full,bf16,,430,,,,,,meta-internal,2024-07,flash\n");
+  REQUIRE(rep.rows.size() == 3);
+  for (const RowResult& row : rep.rows) REQUIRE_MESSAGE(row.scored, row.id << ": " << row.skip_reason);
+  for (const RowResult& row : rep.rows) CHECK(row.predicted_to_fit);
+  const double unstated = rep.rows[0].predicted.at("tflops_model"), selective = rep.rows[1].predicted.at("tflops_model"),
+               full = rep.rows[2].predicted.at("tflops_model");
+  CHECK(unstated == doctest::Approx(std::max(selective, full)));
+  CHECK(full > selective);
+  CHECK(rep.rows[0].scenario.layout.recompute == Recompute::Full);
+  CHECK(rep.rows[0].scenario.layout.vpp > 1);
+  CHECK(rep.rows[1].scenario.layout.vpp == 1);
+  CHECK(filled(rep.rows[0], "recompute=full"));
 }
