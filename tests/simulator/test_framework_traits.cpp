@@ -489,17 +489,30 @@ Op test_tp_collective(Collective c, Bytes message, int chunks, bool tail = false
   op.overlap_local_sum = local_sum;
   return op;
 }
+// An H100 pricing for tp 8 with SP, the hiding cost set to 0 to see the chunk rule alone.
+struct ChunkRig {
+  static HardwareProfile without_hiding_cost() {
+    HardwareProfile hw = load_hardware("h100-sxm-80g");
+    hw.overlap_slowdown = 0;
+    return hw;
+  }
+  static Layout tp8_sp() {
+    Layout l;
+    l.tp = 8;
+    l.sp = true;
+    return l;
+  }
+  const HardwareProfile hw = without_hiding_cost();
+  const Layout layout = tp8_sp();
+  const OpPricer pricer{hw, layout, Dtype::BF16};
+};
 }  // namespace
 
 TEST_CASE("TP overlap pipelines a collective with its GEMM in chunks: at most (n-1)/n of the GEMM hides it") {
   // TransformerEngine's ring exchange and PyTorch's _pipelined_all_gather_and_consume multiply the
-  // local shard first, while nothing has arrived; the hiding cost is set to 0 to see the rule alone.
-  HardwareProfile hw = load_hardware("h100-sxm-80g");
-  hw.overlap_slowdown = 0;
-  Layout l;
-  l.tp = 8;
-  l.sp = true;
-  const OpPricer pricer(hw, l, Dtype::BF16);
+  // local shard first, while nothing has arrived.
+  const ChunkRig rig;
+  const OpPricer& pricer = rig.pricer;
   const Op big_gather = test_tp_collective(Collective::AllGather, 4e9, 8);   // longer than the GEMM
   const Op small_gather = test_tp_collective(Collective::AllGather, 4e6, 8);  // shorter
   const Op g = test_gemm(8192, 4096, 4096);
@@ -519,12 +532,8 @@ TEST_CASE("TP overlap pipelines a collective with its GEMM in chunks: at most (n
 }
 
 TEST_CASE("a fused reduce-scatter: TransformerEngine's last chunk follows the GEMM, PyTorch's async TP sums the partials after") {
-  HardwareProfile hw = load_hardware("h100-sxm-80g");
-  hw.overlap_slowdown = 0;
-  Layout l;
-  l.tp = 8;
-  l.sp = true;
-  const OpPricer pricer(hw, l, Dtype::BF16);
+  const ChunkRig rig;
+  const OpPricer& pricer = rig.pricer;
   const Op g = test_gemm(65536, 4096, 4096);
   const Seconds G = pricer.time(g);
   const Bytes message = 65536.0 * 4096 * 2;
