@@ -274,7 +274,14 @@ std::vector<unsigned> selective_module_ladder(const ModelSpec& model) {
   unsigned extra = rm::kCoreAttn;
   if (model.moe.enabled()) out.push_back(extra |= rm::kMoeAct);
   out.push_back(extra |= rm::kLayernorm);
-  if (model.mla.enabled) out.push_back(extra | rm::kMlaUpProj);
+  if (model.mla.enabled) {
+    out.push_back(extra | rm::kMlaUpProj);
+    // MLA's up-projected queries, keys and values (128 heads x 192 + 128 wide for DeepSeek-V3, 5.7x
+    // the hidden size) are the largest activation; recomputing them instead of the core attention
+    // is the set DeepSeek-V3 trains with: RMSNorm and MLA up-projection (its report, 3.2.3) and the
+    // SwiGLU's output from its cached input (3.3.3).
+    out.push_back(rm::kLayernorm | rm::kMlaUpProj | (model.moe.enabled() ? rm::kMoeAct : 0u));
+  }
   return out;
 }
 

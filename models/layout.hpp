@@ -24,9 +24,11 @@ inline constexpr unsigned kCoreAttn = 1, kMlp = 2, kLayernorm = 4, kMlaUpProj = 
 // "core_attn,mla_up_proj" <-> bits; parse throws UsageError naming the allowed modules.
 unsigned parse_recompute_modules(const std::string& list);
 std::string recompute_modules_string(unsigned modules);  // in Megatron's order, comma-separated
-// The module sets of Megatron's selective recompute worth trying for a model, each saving more
-// memory and re-running more than the one before: core attention (0, the default), then the MoE
-// activation, the norms and MLA's up-projections where the model has them.
+// The module sets of Megatron's selective recompute worth trying for a model: core attention (0,
+// the default), then adding the MoE activation, the norms and MLA's up-projections where the model
+// has them, each saving more memory and re-running more than the one before; for MLA models also
+// DeepSeek-V3's own set, the norms, MLA's up-projections and the MoE activation without the core
+// attention (cheaper to re-run, and MLA's up-projected K and V are its largest activation).
 std::vector<unsigned> selective_module_ladder(const ModelSpec& model);
 // How DP gradients are reduced: after the whole backward (the seed's "DP naive"), one
 // non-blocking all-reduce per layer during backward ("DP interleaved"), or DDP-style buckets.

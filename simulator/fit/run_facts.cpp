@@ -26,6 +26,11 @@ struct Codebase {
   const char* metrics_source = "";
   bool ep_overlap = false;  // Workload::overlap_moe_ep_comm
   const char* ep_overlap_source = "";
+  // Memory savings the codebase makes by default: Adam's moments in bf16
+  // (Workload::bf16_adam_moments), the SwiGLU's input kept in fp8 (fp8_activation_input_store).
+  bool bf16_adam_moments = false;
+  bool fp8_swiglu_input = false;
+  const char* memory_source = "";
 };
 const Codebase kCodebases[] = {
     {"megatron-lm", Framework::Megatron, false, false, "Megatron-LM / Megatron-Core, NeMo and Megatron-Bridge recipes"},
@@ -67,7 +72,13 @@ const Codebase kCodebases[] = {
      .ep_overlap = true,
      .ep_overlap_source = "DeepSeek-V3 report 3.2.1: DualPipe overlaps each chunk pair's computation with its "
                           "all-to-all and pipeline communication, 'both all-to-all and PP communication can be fully "
-                          "hidden'"},
+                          "hidden'",
+     .bf16_adam_moments = true,
+     .fp8_swiglu_input = true,
+     .memory_source = "DeepSeek-V3 report 3.3.3, Low-Precision Storage and Communication: 'We adopt the BF16 data "
+                      "format instead of FP32 to track the first and second moments in the AdamW optimizer'; 'we "
+                      "cache the inputs of the SwiGLU operator and recompute its output in the backward pass. These "
+                      "activations are also stored in FP8'"},
     {"other", Framework::Megatron, false, false, "no codebase stated: Megatron-Core's behaviour, the common reference"},
 };
 
@@ -244,6 +255,8 @@ RunSettings run_settings(const RunFacts& f, int pp, int zero) {
     s.cross_entropy = c.cross_entropy;
     s.train_metric_passes = c.train_metric_passes;
     s.overlap_moe_ep_comm = c.ep_overlap;
+    s.bf16_adam_moments = c.bf16_adam_moments;
+    s.fp8_swiglu_input = c.fp8_swiglu_input;
   }
   if (today == AttentionKernel::Default) today = framework_traits(s.framework).attention_kernel;
   s.attention_kernel = dated_kernel(f, today);

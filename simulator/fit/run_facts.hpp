@@ -38,6 +38,8 @@ struct RunSettings {
   CrossEntropy cross_entropy = CrossEntropy::Default;  // the codebase's loss (Default: its framework's)
   int train_metric_passes = 0;                         // Workload::train_metric_passes
   bool overlap_moe_ep_comm = false;                    // Workload::overlap_moe_ep_comm
+  bool bf16_adam_moments = false;                      // Workload::bf16_adam_moments
+  bool fp8_swiglu_input = false;                       // Workload::fp8_activation_input_store (fp8 runs)
   bool dp_overlap = true;
   bool tp_overlap = false;
   bool compile = false;  // Workload::compile; with the loss too when the codebase compiled it at its date

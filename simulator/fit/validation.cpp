@@ -270,6 +270,7 @@ Scenario scenario_from_row(const CsvTable& t, size_t r, const HardwareLookup& lo
   s.work.train_metric_passes = settings.train_metric_passes;
   s.work.overlap_p2p_comm = settings.overlap_p2p_comm;
   s.work.overlap_moe_ep_comm = settings.overlap_moe_ep_comm;
+  s.work.bf16_adam_moments = settings.bf16_adam_moments;
   s.work.compile = settings.compile;
   if (!settings.dp_overlap) l.dp_overlap = DpOverlap::None;
   // TP communication overlap (Megatron's --tp-comm-overlap, which needs sequence parallelism;
@@ -283,6 +284,9 @@ Scenario scenario_from_row(const CsvTable& t, size_t r, const HardwareLookup& lo
   s.work.global_batch = as_int(t, r, "global_batch", 0);
   const std::string dtype = t.field(r, "dtype");
   s.work.dtype = dtype.empty() || dtype == "unknown" ? Dtype::BF16 : parse_dtype(dtype);
+  // The codebase's fp8 SwiGLU input store applies to its fp8 runs with a SwiGLU MLP.
+  s.work.fp8_activation_input_store =
+      settings.fp8_swiglu_input && s.work.dtype == Dtype::FP8 && m.activation == Activation::SwiGLU;
   // torchtitan accumulates no gradients unless told to: its global batch is dp x the local batch.
   if (s.work.global_batch <= 0 && settings.local_batch_semantics && l.micro_batch > 0)
     s.work.global_batch = Count(l.dp) * l.micro_batch;

@@ -225,6 +225,15 @@ TEST_CASE("Megatron's selective recompute: the module set whose layout is fastes
   CHECK(rep.rows[0].predicted_to_fit);
   CHECK(rep.rows[0].scenario.layout.recompute_modules != 0);
   CHECK(filled(rep.rows[0], "recompute_modules="));
+  // The fastest that fits is the set DeepSeek-V3's report names (3.2.3, 3.3.3): norms, MLA's
+  // up-projections, the SwiGLU's output; not core attention. Its codebase keeps Adam's moments in
+  // bf16 and the SwiGLU's input in fp8 (report 3.3.3), which the row inherits.
+  namespace rm = recompute_module;
+  CHECK(rep.rows[0].scenario.layout.recompute_modules == (rm::kLayernorm | rm::kMlaUpProj | rm::kMoeAct));
+  CHECK(rep.rows[0].scenario.work.bf16_adam_moments);
+  CHECK(rep.rows[0].scenario.work.fp8_activation_input_store);
+  CHECK_FALSE(rep.rows[1].scenario.work.bf16_adam_moments);
+  CHECK_FALSE(rep.rows[1].scenario.work.fp8_activation_input_store);
   // A small model fits with the default (core attention): nothing is filled.
   CHECK(rep.rows[1].scenario.layout.recompute_modules == 0);
   CHECK_FALSE(filled(rep.rows[1], "recompute_modules"));
