@@ -48,14 +48,14 @@ Dims make_dims(const ModelSpec& m, const Layout& l, const Workload& w) {
   d.gemm_input = w.dtype == Dtype::FP8 ? 1 : d.act;
   d.colwise_input = d.gemm_input;
   d.glu_input = w.fp8_activation_input_store ? 1 : d.act;
-  d.moe_probs_in_activation = framework_traits(w.framework).moe_probs_in_activation;
-  d.cp_gathers_kv = l.cp > 1 && framework_traits(w.framework).cp_gathers_kv;
-  d.eager_composites = framework_traits(w.framework).eager_pointwise_composites && !w.compile;
-  d.tp_overlap_single_matmul = framework_traits(w.framework).tp_overlap_single_matmul;
-  d.tp_rs_chunks = framework_traits(w.framework).tp_overlap_rs_chunks;
-  if (d.tp_rs_chunks <= 0) d.tp_rs_chunks = l.tp;
-  d.tp_rs_tail = framework_traits(w.framework).tp_overlap_rs_tail;
-  d.tp_rs_local_sum = framework_traits(w.framework).tp_overlap_rs_local_sum;
+  const FrameworkTraits fw = framework_traits(w.framework);
+  d.moe_probs_in_activation = fw.moe_probs_in_activation;
+  d.cp_gathers_kv = l.cp > 1 && fw.cp_gathers_kv;
+  d.eager_composites = fw.eager_pointwise_composites && !w.compile;
+  d.tp_overlap_single_matmul = fw.tp_overlap_single_matmul;
+  d.tp_rs_chunks = fw.tp_overlap_rs_chunks > 0 ? fw.tp_overlap_rs_chunks : l.tp;
+  d.tp_rs_tail = fw.tp_overlap_rs_tail;
+  d.tp_rs_local_sum = fw.tp_overlap_rs_local_sum;
   if (w.dtype == Dtype::FP8 && w.framework == Framework::Torchtitan) {
     // torchao's Float8Linear saves its high-precision input and casts again in the backward
     // (matmul_with_hp_or_float8_args saves input_hp); under TP the column-parallel inputs arrive
@@ -65,7 +65,7 @@ Dims make_dims(const ModelSpec& m, const Layout& l, const Workload& w) {
   }
   // Under SP, Megatron keeps the sequence-sharded input of the column-parallel GEMMs and gathers
   // it again in the backward; DTensor's autograd (torchtitan) keeps the gathered input.
-  d.gemm_input_tokens = framework_traits(w.framework).sp_keeps_gathered_input ? d.tokens : d.sp_tokens;
+  d.gemm_input_tokens = fw.sp_keeps_gathered_input ? d.tokens : d.sp_tokens;
   d.heads_rank = m.heads / l.tp;
   // GQA with tp > kv_heads replicates KV heads (Megatron): at least one per rank.
   d.kv_heads_rank = m.mla.enabled ? d.heads_rank : std::max(1, m.kv_heads / l.tp);

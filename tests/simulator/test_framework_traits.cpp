@@ -561,9 +561,7 @@ TEST_CASE("a fused reduce-scatter: TransformerEngine's last chunk follows the GE
 
 TEST_CASE("the step program marks each framework's TP overlap chunks: Megatron's 4-way reduce-scatter, torch's tp-way with a sum") {
   const ModelSpec m = load_model("llama3-8b");
-  Layout l;
-  l.tp = 8;
-  l.sp = true;
+  Layout l = ChunkRig::tp8_sp();
   l.tp_overlap = true;
   for (Framework fw : {Framework::Megatron, Framework::Torchtitan}) {
     CAPTURE(to_string(fw));
