@@ -398,6 +398,7 @@ FrameworkTraits framework_traits(Framework f) {
       t.tp_overlap_rs_chunks = 0;
       t.tp_overlap_rs_tail = false;
       t.tp_overlap_rs_local_sum = true;
+      t.pp_receive_buffer_per_micro_batch = true;
       break;
   }
   return t;

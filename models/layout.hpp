@@ -157,6 +157,14 @@ struct FrameworkTraits {
   int tp_overlap_rs_chunks = 4;           // 0: the TP size
   bool tp_overlap_rs_tail = true;         // the last chunk's reduce-scatter follows the GEMM
   bool tp_overlap_rs_local_sum = false;   // the partials are summed after the exchange
+  // torch.distributed.pipelining (torchtitan's pipeline) allocates, on the first step, a receive
+  // buffer per micro-batch and keeps it for the run: one for the stage's input on every stage but
+  // the first (PipelineStage._prepare_forward_infra), one for the gradient of its output on every
+  // stage but the last (_prepare_backward_infra -> _create_grad_recv_info). The input buffer is the
+  // tensor the stage's forward reads, so the micro-batches in flight hold it as their activation
+  // anyway. Megatron and DeepSpeed receive into a fresh tensor per transfer. Priced in
+  // simulator/framework_memory.cpp.
+  bool pp_receive_buffer_per_micro_batch = false;
 };
 FrameworkTraits framework_traits(Framework f);
 
@@ -221,6 +229,13 @@ struct Workload {
   // backward (dense and expert MLPs); DeepSeek-V3 caches the MoE SwiGLU inputs so (its report,
   // section 3.3.4).
   bool fp8_activation_input_store = false;
+  // torch.distributed.pipelining's last stage keeps every micro-batch's output (torchtitan's
+  // logits, vocabulary-sharded under TP) until the step ends, then step() concatenates them into
+  // the batch's output (stage.py forward_one_chunk: output_chunks; schedules.py step:
+  // _merge_outputs). torchtitan stopped asking for them on 2025-10-22 (torchtitan #1922,
+  // step(return_outputs=False), pytorch #165822); its runs before then held them. Set from a
+  // validation row's date (simulator/fit/run_facts.cpp), off for today's torchtitan.
+  bool pp_keeps_stage_outputs = false;
   // Multi-token prediction depths trained with the model (Megatron's --mtp-num-layers; DeepSeek-V3
   // trains one, its report section 2.2): each adds, on the last pipeline stage, an embedding of the
   // shifted tokens, two norms, a 2h -> h projection, one transformer layer, the shared output head

@@ -30,6 +30,24 @@ Count persistent_params_per_layer(const ModelSpec& m) {
   return m.hidden < Count(kDeepSpeedPersistenceThreshold) ? 2 * norm : 0;
 }
 
+// torch.distributed.pipelining's receive buffers on this rank, one per micro-batch and stage it
+// runs (framework_traits: pp_receive_buffer_per_micro_batch): the input buffers of the
+// micro-batches not in flight at the peak (those in flight are their activation already) and
+// every output-gradient buffer. A rank runs one stage per virtual chunk; the pipeline's first stage
+// receives no input and its last no gradient.
+Bytes pipeline_receive_buffers(const Layout& l, const StepProgram& prog, const StageProgram& st) {
+  const Count m = prog.micro_batches;
+  const int v = l.virtual_stages();
+  const double message = st.pp_send.message;  // one micro-batch's activation at the stage boundary
+  double buffers = 0;
+  for (int chunk = 0; chunk < v; ++chunk) {
+    const int stage = chunk * l.pp + st.stage;
+    if (stage > 0) buffers += std::max(0.0, double(m) - chunk_in_flight(l, m, st.stage, chunk));
+    if (stage < l.pp * v - 1) buffers += double(m);
+  }
+  return buffers * message;
+}
+
 }  // namespace
 
 Count largest_module_params(const ModelSpec& m, const Layout& l, const StageProgram& st) {
@@ -151,6 +169,18 @@ FrameworkStageMemory framework_stage_memory(const ModelSpec& model, const Worklo
       } else if (l.dp * l.cp > 1 && l.dp_overlap == DpOverlap::Bucketed) {
         // PyTorch DDP (torchtitan replicating) copies gradients into two bucket buffers in flight.
         f.communication_buffers = 2 * gradient_bucket_bytes(l, work);
+      }
+      if (l.pp > 1 && framework_traits(work.framework).pp_receive_buffer_per_micro_batch) {
+        const Bytes receive = pipeline_receive_buffers(l, prog, st);
+        f.communication_buffers += receive;
+        if (work.pp_keeps_stage_outputs && st.last) {
+          // Each micro-batch's logits as the output head leaves them: the activation dtype,
+          // vocabulary-sharded under TP (torchtitan's loss_parallel), all micro-batches by the end.
+          const Count vocab_rank = (model.vocab + l.tp - 1) / l.tp;
+          f.stage_outputs = double(prog.micro_batches) * double(prog.tokens_per_micro_batch) * double(vocab_rank) *
+                            double(prog.activation_bytes);
+          f.optimizer_step = std::max(f.optimizer_step, 2 * f.stage_outputs + receive);
+        }
       }
       break;
     }

@@ -45,9 +45,15 @@ struct FrameworkStageMemory {
   // gradient of that layer before its reduce-scatter (FSDP2: bf16 grad and its fp32 reduce-scatter
   // input; DeepSpeed ZeRO-3: the largest module's gradient).
   Bytes layer_gradient = 0;
-  // Live only in the optimizer step, when the activations are freed: DeepSpeed's fp32 copy of the
-  // gradient partition (stage_1_and_2.py step(); stage3.py _prepare_fp32_grad_for_sub_group).
+  // Live only after the backward, when the activations are freed: DeepSpeed's fp32 copy of the
+  // gradient partition in the optimizer step (stage_1_and_2.py step(); stage3.py
+  // _prepare_fp32_grad_for_sub_group); torch.distributed.pipelining's merge of the last stage's
+  // outputs at the end of step() (the kept outputs and their concatenation, with the receive
+  // buffers that stay besides).
   Bytes optimizer_step = 0;
+  // Held from each micro-batch's forward to the end of the step, beside the backward's working set:
+  // the last stage's outputs where the pipeline keeps them (Workload::pp_keeps_stage_outputs).
+  Bytes stage_outputs = 0;
 };
 
 FrameworkStageMemory framework_stage_memory(const ModelSpec& model, const Workload& work, const Layout& layout,

@@ -130,8 +130,9 @@ MemoryBreakdown stage_memory_of(const ModelSpec& model, const HardwareProfile& h
   const HeldActivations acts = held_activations(l, prog, st);
   mb.activations = acts.layers + acts.pre;
   mb.moe_activations = acts.moe;
-  // The last stage keeps the fp32 softmax of each in-flight micro-batch.
-  mb.logits = acts.post;
+  // The last stage keeps the fp32 softmax of each in-flight micro-batch, and where its pipeline
+  // keeps them, every micro-batch's output.
+  mb.logits = acts.post + fw.stage_outputs;
   mb.gathered_parameters = fw.gathered_parameters;
   // Communication buffers: the framework's (DDP buckets, DeepSpeed's ipg bucket) and the SP
   // all-gather output.

@@ -89,7 +89,8 @@ enum class Setting {
   Zero3Synchronous,
   SelectiveRecompute,
   P2pOverlap,
-  CompiledLoss
+  CompiledLoss,
+  PipelineKeepsOutputs
 };
 
 // What a codebase did by default in [from, until) (yyyymm; 0 = open). "*" is every codebase.
@@ -153,6 +154,9 @@ const DatedDefault kDatedDefaults[] = {
     {"torchtitan", 0, 202504, Setting::CompiledLoss, false, 1, 3,
      "before bbb1b616e torchtitan compiled the blocks only: train.py (9dec370, 2024-12) 'TODO: compiling loss "
      "function causes CUDA errors, turning off for now'"},
+    {"torchtitan", 0, 202511, Setting::PipelineKeepsOutputs, true, 2, 3,
+     "torch.distributed.pipelining's last stage kept every micro-batch's output for step() to return until "
+     "torchtitan passed return_outputs=False (torchtitan #1922, commit e5ef99aab, 2025-10-22; pytorch #165822)"},
 };
 
 // The flash kernel a codebase ran before a date, where it was not the one it runs today. Later
@@ -271,6 +275,7 @@ RunSettings run_settings(const RunFacts& f, int pp, int zero) {
   s.model_flops_causal_halved = dated_default(f, Setting::ModelFlopsCausalHalved, pp, zero);
   s.has_selective_recompute = dated_default(f, Setting::SelectiveRecompute, pp, zero);
   s.overlap_p2p_comm = dated_default(f, Setting::P2pOverlap, pp, zero);
+  s.pp_keeps_stage_outputs = dated_default(f, Setting::PipelineKeepsOutputs, pp, zero);
   // Unstated: off, torchtitan's default (training.compile = false).
   s.compile = f.compile.value_or(false);
   s.filled_compile = !f.compile.has_value() && f.codebase == "torchtitan";

@@ -53,6 +53,8 @@ struct RunSettings {
   bool has_selective_recompute = true;
   // Pipeline sends overlap compute under Megatron's interleaved schedule (Workload::overlap_p2p_comm).
   bool overlap_p2p_comm = true;
+  // The pipeline's last stage keeps every micro-batch's output (Workload::pp_keeps_stage_outputs).
+  bool pp_keeps_stage_outputs = false;
   // The global batch is dp x the stated local batch, and a pipeline splits that local batch into
   // one micro-batch per stage (torchtitan's defaults).
   bool local_batch_semantics = false;

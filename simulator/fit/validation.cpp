@@ -269,6 +269,7 @@ Scenario scenario_from_row(const CsvTable& t, size_t r, const HardwareLookup& lo
   s.work.cross_entropy = settings.cross_entropy;
   s.work.train_metric_passes = settings.train_metric_passes;
   s.work.overlap_p2p_comm = settings.overlap_p2p_comm;
+  s.work.pp_keeps_stage_outputs = settings.pp_keeps_stage_outputs;
   s.work.overlap_moe_ep_comm = settings.overlap_moe_ep_comm;
   s.work.bf16_adam_moments = settings.bf16_adam_moments;
   s.work.compile = settings.compile;

@@ -154,6 +154,40 @@ TEST_CASE("torchtitan keeps FSDP parameters gathered under pipelining") {
   CHECK(tt1.memory.master_weights == meg1.memory.master_weights);
 }
 
+TEST_CASE("torchtitan's pipeline keeps a receive buffer per micro-batch, and before 2025-10 every output of its last stage") {
+  const ModelSpec m = load_model("llama3-8b");
+  const HardwareProfile hw = load_hardware("h100-sxm-80g");
+  Layout l;
+  l.dp = 2;
+  l.pp = 4;
+  l.zero = 3;
+  l.micro_batch = 1;
+  l.recompute = Recompute::Full;
+  Workload w = work(4096, 16, Framework::Torchtitan);  // 8 micro-batches per pipeline
+  const StepProgram prog = expand_step_program(m, l, w);
+  REQUIRE(prog.micro_batches == 8);
+  const double message = 4096.0 * 4096 * 2;  // one micro-batch's bf16 activation at a stage boundary
+  const Prediction p = predict(m, hw, w, l);
+  // 1F1B holds 4, 3, 2, 1 micro-batches in flight on stages 0-3; their input buffers are their
+  // activations. Stage 0 receives no input, the last stage no gradient.
+  CHECK(p.stage_memory[0].communication_buffers == doctest::Approx(8 * message));
+  CHECK(p.stage_memory[1].communication_buffers == doctest::Approx((8 - 3 + 8) * message));
+  CHECK(p.stage_memory[3].communication_buffers == doctest::Approx((8 - 1) * message));
+  // Megatron receives into a fresh tensor per transfer: no such buffers.
+  const Prediction meg = predict(m, hw, work(4096, 16, Framework::Megatron), l);
+  for (const MemoryBreakdown& s : meg.stage_memory) CHECK(s.communication_buffers == 0);
+
+  // torchtitan before 2025-10: the last stage holds all 8 micro-batches' bf16 logits through the
+  // backward, and at the end of step() their concatenation besides.
+  w.pp_keeps_stage_outputs = true;
+  const Prediction old = predict(m, hw, w, l);
+  const double outputs = 8.0 * 4096 * 128256 * 2;
+  CHECK(old.stage_memory[3].logits - p.stage_memory[3].logits == doctest::Approx(outputs));
+  CHECK(old.stage_memory[3].optimizer_step == doctest::Approx(2 * outputs + 7 * message));
+  CHECK(old.stage_memory[3].peak_moment == PeakMoment::OptimizerStep);
+  CHECK(old.stage_memory[0].total() == doctest::Approx(p.stage_memory[0].total()));  // other stages unchanged
+}
+
 TEST_CASE("torchtitan's all-gather ring attention holds every rank's K and V in its backward, Megatron's P2P ring does not") {
   const ModelSpec m = load_model("llama3-70b");  // 64 heads, 8 KV heads, head dim 128
   const HardwareProfile hw = load_hardware("h100-sxm-80g");
