@@ -174,6 +174,11 @@ const DatedKernel kDatedKernels[] = {
     {"*", 202307, AttentionKernel::Flash1,
      "FlashAttention-2 was released on 2023-07-17 (flash-attn 2.0, Dao-AILab/flash-attention commit 4f285b3); "
      "flash attention before it was FlashAttention 1.x"},
+    {"meta-internal", 202410, AttentionKernel::Flash2,
+     "Meta's training stack is PyTorch (the Llama 3 report, section 3.3, names PyTorch's "
+     "TORCH_NCCL_AVOID_RECORD_STREAMS and its NCCL flight recorder): PyTorch's fused attention was "
+     "FlashAttention-2 (SDPA's flash backend since torch 2.2, 2024-01) until torch 2.5 added cuDNN's "
+     "(2024-10); FlashAttention-3 came out on 2024-07-11 (arXiv 2407.08608), after Llama 3's pre-training"},
     {"llm-foundry", 202403, AttentionKernel::Flash1,
      "llm-foundry's setup.py pinned flash-attn 1.0.x in its 'gpu' extra (FlashAttention-2 only through the "
      "optional 'gpu-flash2' extra from 2023-09) until v0.6.0 made flash-attn 2 the default (2024-03)"},

@@ -136,6 +136,11 @@ TEST_CASE("training attention: the kernel a row ran follows its codebase and dat
   CHECK(kernel("megascale", "2024-02") == AttentionKernel::Flash2);
   CHECK(kernel("deepspeed", "2024-01") == AttentionKernel::Flash2);
   CHECK(framework_traits(Framework::DeepSpeed).attention_kernel == AttentionKernel::Flash2);
+  // Meta's PyTorch stack (Llama 3, 2024-07) ran PyTorch's FlashAttention-2 until cuDNN's attention
+  // reached PyTorch (2024-10); after that, or undated, it is priced as the Megatron-style default.
+  CHECK(kernel("meta-internal", "2024-07") == AttentionKernel::Flash2);
+  CHECK(kernel("meta-internal", "2025-06") == AttentionKernel::TeFused);
+  CHECK(kernel("meta-internal", "") == AttentionKernel::TeFused);
 }
 
 TEST_CASE("training attention: a malformed section is an Error naming the field and what is allowed") {
