@@ -55,8 +55,9 @@ namespace {
 enum Field : unsigned { kTp = 1, kPp = 2, kVpp = 4, kCp = 8, kEp = 16, kZero = 32, kRecompute = 64 };
 
 unsigned changed_fields(const Layout& a, const Layout& b) {
-  return (a.tp != b.tp ? kTp : 0) | (a.pp != b.pp ? kPp : 0) | (a.vpp != b.vpp ? kVpp : 0) | (a.cp != b.cp ? kCp : 0) |
-         (a.ep != b.ep ? kEp : 0) | (a.zero != b.zero ? kZero : 0) | (a.recompute != b.recompute ? kRecompute : 0);
+  const auto bit = [](bool changed, Field f) { return changed ? unsigned(f) : 0u; };
+  return bit(a.tp != b.tp, kTp) | bit(a.pp != b.pp, kPp) | bit(a.vpp != b.vpp, kVpp) | bit(a.cp != b.cp, kCp) |
+         bit(a.ep != b.ep, kEp) | bit(a.zero != b.zero, kZero) | bit(a.recompute != b.recompute, kRecompute);
 }
 
 // "tp 1->2, cp 1->4": what else a family's layout changes against the recommended one.

@@ -128,7 +128,6 @@ std::vector<StageTime> stage_times(const ModelSpec& model, const HardwareProfile
 std::vector<StageTime> stage_times(const ModelSpec& model, const HardwareProfile& hw, const Workload& work,
                                    const Layout& l, const StepProgram& prog, const OpPricer& pricer,
                                    const std::vector<StageOps>& ops, const std::vector<DpTraffic>* dp_by_stage) {
-  const StateBytes sb = state_bytes(work);
   const FrameworkTraits fw = framework_traits(work.framework);
   const int v = l.virtual_stages();
   const Count m = prog.micro_batches;
