@@ -13,7 +13,7 @@ Count ceil_div(Count a, Count b) { return (a + b - 1) / b; }
 // Parameters of the embedding, the final norm and the output head on this stage (the root FSDP
 // group in torchtitan; the largest modules DeepSpeed gathers).
 Count edge_params(const ModelSpec& m, const Layout& l, const StageProgram& st) {
-  const Count vocab_rank = (m.vocab + l.tp - 1) / l.tp;
+  const Count vocab_rank = ceil_div(m.vocab, l.tp);
   Count p = 0;
   if (st.first) p += vocab_rank * m.hidden + (m.learned_positions ? Count(m.max_seq) * m.hidden : 0);
   if (st.last) {
@@ -51,7 +51,7 @@ Bytes pipeline_receive_buffers(const Layout& l, const StepProgram& prog, const S
 }  // namespace
 
 Count largest_module_params(const ModelSpec& m, const Layout& l, const StageProgram& st) {
-  const Count vocab_rank = (m.vocab + l.tp - 1) / l.tp;
+  const Count vocab_rank = ceil_div(m.vocab, l.tp);
   Count largest = 0;
   if (st.first || (st.last && !(m.tied_embeddings && l.pp == 1))) largest = vocab_rank * m.hidden;
   if (st.layers > 0) {
@@ -68,6 +68,7 @@ Count largest_module_params(const ModelSpec& m, const Layout& l, const StageProg
 FrameworkStageMemory framework_stage_memory(const ModelSpec& model, const Workload& work, const Layout& l,
                                             const StepProgram& prog, const StageProgram& st) {
   const StateBytes sb = state_bytes(work);
+  const FrameworkTraits traits = framework_traits(work.framework);
   const Count dense_shard = Count(l.dp) * l.cp;  // ZeRO and the distributed optimizer shard over dp x cp
   const Count expert_shard = std::max(1, l.tp * l.cp * l.dp / (l.ep * l.etp));
   auto held = [&](Count params, Count shard, bool sharded) { return sharded ? ceil_div(params, shard) : params; };
@@ -136,7 +137,7 @@ FrameworkStageMemory framework_stage_memory(const ModelSpec& model, const Worklo
       break;
     }
     case Framework::Torchtitan: {
-      const bool keeps_params = l.zero == 3 && l.pp > 1 && framework_traits(work.framework).zero3_keeps_params_under_pp;
+      const bool keeps_params = l.zero == 3 && l.pp > 1 && traits.zero3_keeps_params_under_pp;
       if (l.zero == 3 && keeps_params) {
         // Under PP torchtitan does not reshard after forward (parallelize_llama.py): each block's
         // all-gather output (bf16) stays, and with gradient sync off for all but the last
@@ -170,19 +171,19 @@ FrameworkStageMemory framework_stage_memory(const ModelSpec& model, const Worklo
         // PyTorch DDP (torchtitan replicating) copies gradients into two bucket buffers in flight.
         f.communication_buffers = 2 * gradient_bucket_bytes(l, work);
       }
-      if (l.pp > 1 && framework_traits(work.framework).pp_receive_buffer_per_micro_batch) {
-        const Bytes receive = pipeline_receive_buffers(l, prog, st);
-        f.communication_buffers += receive;
-        if (work.pp_keeps_stage_outputs && st.last) {
-          // Each micro-batch's logits as the output head leaves them: the activation dtype,
-          // vocabulary-sharded under TP (torchtitan's loss_parallel), all micro-batches by the end.
-          const Count vocab_rank = (model.vocab + l.tp - 1) / l.tp;
-          f.stage_outputs = double(prog.micro_batches) * double(prog.tokens_per_micro_batch) * double(vocab_rank) *
-                            double(prog.activation_bytes);
-          f.optimizer_step = std::max(f.optimizer_step, 2 * f.stage_outputs + receive);
-        }
-      }
       break;
+    }
+  }
+  // torch.distributed.pipelining's buffers, whatever the data parallelism around it.
+  if (l.pp > 1 && traits.pp_receive_buffer_per_micro_batch) {
+    const Bytes receive = pipeline_receive_buffers(l, prog, st);
+    f.communication_buffers += receive;
+    if (work.pp_keeps_stage_outputs && st.last) {
+      // Each micro-batch's logits as the output head leaves them: the activation dtype,
+      // vocabulary-sharded under TP (torchtitan's loss_parallel), all micro-batches by the end.
+      f.stage_outputs = double(prog.micro_batches) * double(prog.tokens_per_micro_batch) *
+                        double(ceil_div(model.vocab, l.tp)) * double(prog.activation_bytes);
+      f.optimizer_step = std::max(f.optimizer_step, 2 * f.stage_outputs + receive);
     }
   }
   return f;
