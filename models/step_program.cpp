@@ -153,13 +153,22 @@ Op norm_op(const char* name, const ModelSpec& m, const Dims& d, Count rows, Coun
 }
 
 // TP entry/exit of a block: all-gather in / reduce-scatter out under SP, else an all-reduce out.
-void tp_enter(std::vector<Op>& ops, const Dims& d, const char* name) {
+// Where the column-parallel GEMM after the entry keeps only the sequence shard of its input
+// (d.gemm_input_tokens, FrameworkTraits::sp_keeps_gathered_input), its backward gathers the shard
+// again as `regather_name` (add_backward).
+void tp_enter(std::vector<Op>& ops, const Dims& d, const char* name, const char* regather_name, Count kept_row_bytes) {
   if (d.tp > 1 && d.sp) {
     Op op = collective(name, Group::TP, Collective::AllGather, Bytes(d.tokens * d.h * d.act), d.tp);
     op.tp_overlappable = true;
     op.backward_tp_overlappable = !d.tp_overlap_single_matmul;
     op.overlap_chunks = d.tp;
     ops.push_back(op);
+    if (d.gemm_input_tokens < d.tokens) {
+      // The backward's gather moves what the GEMM kept of its input, `kept_row_bytes` a token.
+      Op again = collective(regather_name, Group::TP, Collective::AllGather, Bytes(d.tokens * kept_row_bytes), d.tp);
+      ops.back().backward_regather = again.name;
+      ops.back().regather_message = again.message;
+    }
   }
 }
 void tp_exit(std::vector<Op>& ops, const Dims& d, const char* ar_name, const char* rs_name) {
@@ -231,7 +240,7 @@ Bytes ring_allgather_backward_bytes(const Dims& d) {
 CoreRange add_attention(std::vector<Op>& ops, const ModelSpec& m, const Workload& w, const Dims& d) {
   const Count T = d.tokens, Ts = d.sp_tokens, h = d.h, a = d.act;
   ops.push_back(norm_op("attn_norm", m, d, Ts));
-  tp_enter(ops, d, "attn_allgather");
+  tp_enter(ops, d, "attn_allgather", "attn_regather", d.h * d.colwise_input);
   const Count q_width = Count(d.heads_rank) * d.qk_dim;
   const Count k_width = Count(d.kv_heads_rank) * d.qk_dim;
   const Count v_width = Count(d.kv_heads_rank) * d.v_dim;
@@ -347,7 +356,7 @@ void add_mlp_body(std::vector<Op>& ops, const ModelSpec& m, const Dims& d, Count
 void add_dense_mlp(std::vector<Op>& ops, const ModelSpec& m, const Dims& d) {
   const Count Ts = d.sp_tokens, h = d.h, a = d.act;
   ops.push_back(norm_op("mlp_norm", m, d, Ts));
-  tp_enter(ops, d, "mlp_allgather");
+  tp_enter(ops, d, "mlp_allgather", "mlp_regather", d.h * d.colwise_input);
   add_mlp_body(ops, m, d, d.tokens, m.ffn / d.tp, d.gemm_input_tokens, d.colwise_input);
   tp_exit(ops, d, "mlp_allreduce", "mlp_reducescatter");
   if (m.dropout) ops.push_back(with_saved(memory("mlp_dropout", OpClass::Elementwise, Bytes(2 * Ts * h * a)), Bytes(Ts * h)));
@@ -391,7 +400,7 @@ void add_moe_mlp(std::vector<Op>& ops, const ModelSpec& m, const Dims& d) {
 // Backward of one forward op, appended in reverse order by the caller.
 void add_backward(std::vector<Op>& out, const Op& f) {
   if (f.forward_only) return;
-  const size_t first = out.size();
+  size_t first = out.size();
   switch (f.kind) {
     case OpKind::Gemm: {
       // dgrad (m x n)(n x k) and wgrad (k x m)(m x n): each as many FLOPs as the forward.
@@ -443,7 +452,23 @@ void add_backward(std::vector<Op>& out, const Op& f) {
         b.overlap_chunks = f.group_size;
       }
       else if (f.collective == Collective::RingExchange) b.message = 2 * f.message;  // K,V in and dK,dV back
+      b.backward_regather = nullptr;
+      b.regather_message = 0;
       out.push_back(b);
+      if (f.backward_regather) {
+        // Megatron's SP linear (LinearWithGradAccumulationAndAsyncCommunication.backward;
+        // TransformerEngine's Linear and LayerNormLinear likewise) gathers the saved shard again
+        // right before the input-gradient GEMM and hides it behind that GEMM (TransformerEngine's
+        // tp-comm-overlap: the "bulk" all-gather of qkv_dgrad and fc1_dgrad). The GEMM's backward
+        // came just before this op in the reversed list: the gather goes before its dgrad.
+        Op again = collective(f.backward_regather, Group::TP, Collective::AllGather, f.regather_message, f.group_size);
+        again.tp_overlappable = true;
+        again.backward = true;
+        size_t at = first;
+        while (at > 0 && !(out[at - 1].kind == OpKind::Gemm && !out[at - 1].weight_grad)) --at;
+        out.insert(out.begin() + std::ptrdiff_t(at > 0 ? at - 1 : first), again);
+        ++first;  // the ops of this call start one later
+      }
       break;
     }
   }
@@ -682,11 +707,11 @@ LayerProgram make_layer(const ModelSpec& m, const Layout& l, const Workload& w, 
 
 // The names of one output head's ops: the model's own, or a multi-token-prediction depth's.
 struct HeadNames {
-  const char *norm, *allgather, *gemm, *loss, *loss_allreduce, *grad_allreduce;
+  const char *norm, *allgather, *regather, *gemm, *loss, *loss_allreduce, *grad_allreduce;
 };
-constexpr HeadNames kMainHead{"final_norm", "head_allgather", "lm_head", "cross_entropy", "loss_allreduce",
+constexpr HeadNames kMainHead{"final_norm", "head_allgather", "head_regather", "lm_head", "cross_entropy", "loss_allreduce",
                               "head_grad_allreduce"};
-constexpr HeadNames kMtpHead{"mtp_final_norm", "mtp_head_allgather", "mtp_lm_head", "mtp_cross_entropy",
+constexpr HeadNames kMtpHead{"mtp_final_norm", "mtp_head_allgather", "mtp_head_regather", "mtp_lm_head", "mtp_cross_entropy",
                              "mtp_loss_allreduce", "mtp_head_grad_allreduce"};
 
 // The output head's GEMM is column-parallel: without SP its input gradient is all-reduced over TP
@@ -725,7 +750,7 @@ void add_output_head(std::vector<Op>& ops, const ModelSpec& m_of_head, const Lay
                      CrossEntropy ce) {
   const Count T = d.tokens, Ts = d.sp_tokens, h = d.h, a = d.act;
   ops.push_back(norm_op(n.norm, m_of_head, d, Ts));
-  tp_enter(ops, d, n.allgather);
+  tp_enter(ops, d, n.allgather, n.regather, d.h * d.act);
   ops.push_back(with_saved(gemm(n.gemm, OpClass::Gemm, T, vocab_rank, h), Bytes(d.gemm_input_tokens * h * a)));
   const double logits = double(T) * double(vocab_rank);
   Op loss = fused_cross_entropy(ce)
@@ -760,7 +785,7 @@ void add_mtp(StageEdges& st, bool first, const ModelSpec& m, const Layout& l, co
     head.push_back(memory("mtp_embedding", OpClass::Embedding, Bytes(2 * T * h * a)));
     tp_exit(head, d, "mtp_embed_allreduce", "mtp_embed_reducescatter");
     head.push_back(norm_op("mtp_norms", m, d, Ts, 2));
-    tp_enter(head, d, "mtp_proj_allgather");
+    tp_enter(head, d, "mtp_proj_allgather", "mtp_proj_regather", 2 * d.h * d.gemm_input);
     head.push_back(with_saved(gemm("mtp_proj", OpClass::Gemm, T, h / d.tp, 2 * h), Bytes(d.gemm_input_tokens * 2 * h * d.gemm_input)));
     tp_exit(head, d, "mtp_proj_allreduce", "mtp_proj_reducescatter");
     std::vector<Op> tail;

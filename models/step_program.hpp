@@ -41,6 +41,10 @@ struct Op {
   Bytes saved = 0;        // forward op: activation bytes it keeps for the backward pass
   bool tp_overlappable = false;  // a TP collective that TP comm overlap can hide behind a GEMM
   bool backward_tp_overlappable = true;  // its backward collective too (see tp_enter)
+  // An SP all-gather whose output the GEMM after it does not keep: the backward gathers the
+  // sequence shard again before that GEMM's input gradient, as an op of this name (tp_enter).
+  const char* backward_regather = nullptr;
+  Bytes regather_message = 0;
   // Under TP comm overlap (FrameworkTraits::tp_overlap_rs_chunks): the chunks the collective and
   // its GEMM are pipelined in (0: none, the two only run side by side), whether the last chunk's
   // collective follows the GEMM, and whether a sum of the tp partials follows the exchange.

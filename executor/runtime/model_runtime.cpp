@@ -447,6 +447,10 @@ void ModelRuntime<T>::head_backward(MicroBatchState& mb, T* dx) {
       ctx_.ops<T>().softmax_cross_entropy_backward(mb.softmax.data(), mb.targets.data(), int(ctx_.vocab_start), dloss,
                                                    dlogits.data(), int(N), int(Vl));
       mb.softmax.free();
+    } else if (named(op, "head_regather")) {
+      // Megatron re-gathers the saved shard for the weight gradient, before the input gradient.
+      full.reset(mem, Bf, N * H);
+      ctx_.enter_tp_forward(ops.take(op.name), mb.head_normed.data(), full.data());
     } else if (named(op, "lm_head") && !op.weight_grad) {
       hold_head();
       dfull.reset(mem, Bf, N * H);
@@ -456,10 +460,7 @@ void ModelRuntime<T>::head_backward(MicroBatchState& mb, T* dx) {
       const OpHandle gemm_w = ops.take(op.name, true);
       const T* head_full = mb.head_normed.data();
       if (ctx_.sp) {
-        // Megatron re-gathers the saved shard for the weight gradient; the program prices only the
-        // gradient's reduce-scatter under the entry's op, which times the gather too.
-        full.reset(mem, Bf, N * H);
-        ctx_.enter_tp_forward(ops.peek(enter_name), mb.head_normed.data(), full.data());
+        if (full.empty()) throw Error("the step program holds no re-gather of the head's SP input");
         head_full = full.data();
       }
       ctx_.gemm(gemm_w, true, false, Vl, H, N, dlogits.data(), head_full, T(1), head->grad(w));

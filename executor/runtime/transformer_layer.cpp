@@ -354,11 +354,11 @@ void TransformerLayer<T>::backward_op(const ExecContext& ctx, OpCursor& ops, con
     b.dinput.free();
     b.full.free();
   };
-  // The saved norm output for a weight gradient: re-gathered under SP, timed under the entry's
-  // backward op that runs after it (Megatron overlaps the gather with the input-gradient GEMM).
-  auto wgrad_input = [&](const char* enter, const TrackedBuffer<T>& shard) -> const T* {
+  // The saved norm output for a weight gradient: re-gathered under SP by the program's regather
+  // op before the input-gradient GEMM (Megatron's SP linear), timed under that op.
+  auto wgrad_input = [&](const TrackedBuffer<T>& shard) -> const T* {
     if (!ctx.sp) return shard.data();
-    if (b.full.empty()) gathered(ctx, ops.peek(enter), shard, b.full);
+    if (b.full.empty()) throw Error("the step program holds no re-gather of the SP input before this weight gradient");
     return b.full.data();
   };
   const bool wg = op.weight_grad;
@@ -374,6 +374,10 @@ void TransformerLayer<T>::backward_op(const ExecContext& ctx, OpCursor& ops, con
     } else {
       ctx.gemm(ops.take(op.name, true), true, false, Fl, H, N, s.act.data(), b.dfull.data(), T(1), params_->grad(w_down_));
     }
+  } else if (named(op, "mlp_regather")) {
+    gathered(ctx, ops.take(op.name), s.norm2_out, b.full);
+  } else if (named(op, "attn_regather")) {
+    gathered(ctx, ops.take(op.name), s.n1, b.full);
   } else if (named(op, "mlp_act")) {
     OpScope timer(ops.take(op.name));
     b.dgate.reset(mem, Bf, N * Fl);
@@ -389,7 +393,7 @@ void TransformerLayer<T>::backward_op(const ExecContext& ctx, OpCursor& ops, con
       if (swiglu_) ctx.gemm(up, false, true, N, H, Fl, b.dup.data(), params_->weight(w_up_), T(1), b.dinput.data());
     } else {
       const OpHandle up_w = ops.take(op.name, true);
-      const T* mlp_in = wgrad_input("mlp_allgather", s.norm2_out);
+      const T* mlp_in = wgrad_input(s.norm2_out);
       ctx.gemm(up_w, true, false, H, Fl, N, mlp_in, b.dgate.data(), T(1), params_->grad(w_gate_));
       if (swiglu_) ctx.gemm(up_w, true, false, H, Fl, N, mlp_in, b.dup.data(), T(1), params_->grad(w_up_));
     }
@@ -444,7 +448,7 @@ void TransformerLayer<T>::backward_op(const ExecContext& ctx, OpCursor& ops, con
       ctx.gemm(qkv, false, true, N, H, kvl * d, b.dv.data(), params_->weight(wv_), T(1), b.dinput.data());
     } else {
       const OpHandle qkv_w = ops.take(op.name, true);
-      const T* attn_in = wgrad_input("attn_allgather", s.n1);
+      const T* attn_in = wgrad_input(s.n1);
       ctx.gemm(qkv_w, true, false, H, hl * d, N, attn_in, b.dpre_q.data(), T(1), params_->grad(wq_));
       ctx.gemm(qkv_w, true, false, H, kvl * d, N, attn_in, b.dpre_k.data(), T(1), params_->grad(wk_));
       ctx.gemm(qkv_w, true, false, H, kvl * d, N, attn_in, b.dv.data(), T(1), params_->grad(wv_));

@@ -616,12 +616,56 @@ TEST_CASE("the step program marks each framework's TP overlap chunks: Megatron's
     CHECK(gathers == 2);
     CHECK(scatters == 2);
     // Backward: the output gradient's all-gather feeds the input-gradient GEMM in tp chunks; the
-    // input gradient's reduce-scatter runs unchunked beside the weight gradient's GEMM.
+    // input gradient's reduce-scatter runs unchunked beside the weight gradient's GEMM, and
+    // Megatron's re-gather of the saved shard (TransformerEngine's bulk all-gather) beside the
+    // input-gradient GEMM.
+    int regathers = 0;
     for (const Op& op : layer.backward) {
       if (op.group != Group::TP || !op.backward) continue;
-      CHECK(op.overlap_chunks == (op.collective == Collective::AllGather ? 8 : 0));
+      const bool regather = std::string_view(op.name).ends_with("_regather");
+      regathers += regather;
+      CHECK(op.overlap_chunks == (op.collective == Collective::AllGather && !regather ? 8 : 0));
       CHECK_FALSE(op.overlap_tail);
       CHECK_FALSE(op.overlap_local_sum);
     }
+    CHECK(regathers == (fw == Framework::Megatron ? 2 : 0));
+  }
+}
+
+TEST_CASE("under SP Megatron gathers each column-parallel GEMM's saved input again before its input gradient, torchtitan keeps it gathered") {
+  const ModelSpec m = load_model("llama3-8b");
+  const Layout l = ChunkRig::tp8_sp();
+  for (Framework fw : {Framework::Megatron, Framework::Torchtitan}) {
+    CAPTURE(to_string(fw));
+    const StepProgram prog = expand_step_program(m, l, work(8192, 1, fw));
+    const LayerProgram& layer = prog.dense_layer();
+    const bool megatron = fw == Framework::Megatron;
+    // The re-gather is what makes the smaller saved input possible: memory and time agree.
+    for (const char* gemm : {"qkv_proj", "mlp_up"}) {
+      CAPTURE(gemm);
+      Bytes gathered_msg = 0;
+      for (const Op& op : layer.forward)
+        if (op.group == Group::TP && op.collective == Collective::AllGather) gathered_msg = op.message;
+      REQUIRE(gathered_msg > 0);
+      size_t dgrad = layer.backward.size();
+      for (size_t i = 0; i < layer.backward.size(); ++i)
+        if (std::string_view(layer.backward[i].name) == gemm && !layer.backward[i].weight_grad) dgrad = i;
+      REQUIRE(dgrad < layer.backward.size());
+      REQUIRE(dgrad > 0);
+      const Op& before = layer.backward[dgrad - 1];
+      const bool regather = before.group == Group::TP && std::string_view(before.name).ends_with("_regather");
+      CHECK(regather == megatron);
+      if (regather) {
+        CHECK(before.collective == Collective::AllGather);
+        CHECK(before.message == gathered_msg);  // bf16 input, like the forward's gather
+        CHECK(before.backward);
+        CHECK(before.tp_overlappable);
+      }
+    }
+    // The output head's GEMM likewise, on the last stage.
+    int head_regathers = 0;
+    for (const Op& op : prog.stages.back().edges->post_backward)
+      head_regathers += std::string_view(op.name) == "head_regather";
+    CHECK(head_regathers == (megatron ? 1 : 0));
   }
 }
