@@ -56,6 +56,14 @@ std::vector<int> virtual_stage_layer_counts(const ModelSpec& m, const Layout& l)
   return out;
 }
 
+int fully_recomputed_layers(const ModelSpec& m, const Layout& l) {
+  if (l.recompute != Recompute::Full) return 0;
+  if (!l.block_recompute()) return m.layers;
+  int n = 0;
+  for (int c : virtual_stage_layer_counts(m, l)) n += std::min(c, l.recompute_num_layers);
+  return n;
+}
+
 void validate_layout(const ModelSpec& m, const Layout& l, const Workload& w, int gpus) {
   auto need = [](bool ok, const char* constraint, const std::string& detail) {
     if (!ok) throw LayoutError(constraint, detail);
@@ -123,6 +131,14 @@ void validate_layout(const ModelSpec& m, const Layout& l, const Workload& w, int
          recompute_modules_string(mods));
     need(!(mods & rm::kSharedExperts) || m.moe.shared_experts > 0, "recompute module shared_experts needs shared experts",
          recompute_modules_string(mods));
+  }
+  if (l.recompute_num_layers != 0) {
+    need(l.recompute_num_layers > 0, "recompute layers not negative", s(l.recompute_num_layers));
+    need(l.recompute == Recompute::Full, "block recompute (--recompute-num-layers) needs full recompute",
+         "recompute=" + to_string(l.recompute) + ", recompute_num_layers " + s(l.recompute_num_layers));
+    need(w.framework == Framework::Megatron, "block recompute (--recompute-num-layers) is Megatron's",
+         "--recompute-num-layers with framework " + to_string(w.framework) +
+             " (DeepSpeed and torchtitan checkpoint every layer or none under full recompute)");
   }
   if (l.first_stage_layers > 0 || l.last_stage_layers > 0) {
     need(l.pp > 1, "uneven stages need pp > 1", "pp=1");

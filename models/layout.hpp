@@ -176,6 +176,14 @@ struct Layout {
   Count micro_batch = 1;
   Recompute recompute = Recompute::None;
   unsigned recompute_modules = 0;  // selective recompute's modules; 0: core attention (Megatron's default)
+  // Megatron's block recompute (--recompute-granularity full --recompute-method block
+  // --recompute-num-layers N): under full recompute, only the first N transformer layers of each
+  // virtual stage re-run their forward; the others keep every activation and recompute nothing
+  // (megatron/core/transformer/transformer_block.py _checkpointed_forward, 'block'; in Megatron-LM
+  // since 2022-05, commit bbab79f, with selective recompute). 0: every layer (--recompute-method
+  // uniform --recompute-num-layers 1, what `full` means).
+  int recompute_num_layers = 0;
+  bool block_recompute() const { return recompute == Recompute::Full && recompute_num_layers > 0; }
   DpOverlap dp_overlap = DpOverlap::Bucketed;
   Bytes bucket_bytes = 0;  // DP gradient bucket; 0: the framework's default (gradient_bucket_bytes)
   bool tp_overlap = false;         // TP communication overlapped with GEMMs (TransformerEngine userbuffers)
@@ -261,6 +269,9 @@ std::vector<int> stage_layer_counts(const ModelSpec& model, const Layout& layout
 // (last) with the embedding (loss) in the split, and a stage's layers spread as evenly as they go
 // over its chunks otherwise (torchtitan).
 std::vector<int> virtual_stage_layer_counts(const ModelSpec& model, const Layout& layout);
+// The transformer layers that re-run their forward under full recompute: all of them, or under
+// block recompute the first recompute_num_layers of each virtual stage. 0 without full recompute.
+int fully_recomputed_layers(const ModelSpec& model, const Layout& layout);
 
 // Throws LayoutError naming the violated constraint ("dp*tp*pp*cp = gpus", "tp divides heads",
 // "ep*etp divides tp*cp*dp", "global batch divisible by dp*micro-batch", "vpp divides layers per

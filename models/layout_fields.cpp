@@ -88,6 +88,7 @@ std::vector<LayoutField> make_fields() {
          std::string s = "recompute=" + to_string(l.recompute);
          if (l.recompute == Recompute::Selective && l.recompute_modules != 0)
            s += "(" + recompute_modules_string(l.recompute_modules) + ")";
+         if (l.block_recompute()) s += "(block " + show(l.recompute_num_layers) + ")";
          return s;
        },
        "--recompute", "none | selective | selective-op | full (default none)"},
@@ -104,6 +105,14 @@ std::vector<LayoutField> make_fields() {
        "--recompute-modules",
        "selective recompute's modules, Megatron-Core's names: core_attn (default), mlp, layernorm, mla_up_proj, moe, "
        "moe_act, shared_experts (comma-separated; implies --recompute selective)"},
+      {"recompute_num_layers", nullptr, nullptr, FieldType::Count, 0, kL, nullptr,
+       [](Layout& l, const std::string& t, const std::string& w) { l.recompute_num_layers = int(parse_count(t, w, 0, kL)); },
+       [](const Layout& l) { return double(l.recompute_num_layers); },
+       [](const Layout& l) { return show(l.recompute_num_layers); },
+       [](const Layout& l) { return l.recompute_num_layers == 0; }, nullptr,  // described with recompute
+       "--recompute-num-layers",
+       "Megatron's block recompute: under --recompute full, only the first N layers of each (virtual) pipeline stage "
+       "recompute, the rest keep their activations (0: every layer; Megatron's --recompute-method block)"},
       {"dp_overlap", nullptr, nullptr, FieldType::Text, 0, 0, "none, per-layer, bucketed",
        [](Layout& l, const std::string& t, const std::string& w) { l.dp_overlap = parse_enum(&parse_dp_overlap, t, w); },
        nullptr, [](const Layout& l) { return to_string(l.dp_overlap); }, nullptr, nullptr, "--dp-overlap",

@@ -865,6 +865,13 @@ std::shared_ptr<const ProgramParts> program_parts(const ModelSpec& m, const Layo
   auto out = std::make_shared<ProgramParts>();
   out->dense = make_layer(m, l, w, d, false);
   if (m.moe.enabled()) out->moe = make_layer(m, l, w, d, true);
+  if (l.block_recompute()) {
+    Layout kept = l;
+    kept.recompute = Recompute::None;
+    kept.recompute_num_layers = 0;
+    out->dense_kept = make_layer(m, kept, w, d, false);
+    if (m.moe.enabled()) out->moe_kept = make_layer(m, kept, w, d, true);
+  }
   // The stages this pipeline has: one that is both first and last, or a first, a last and middles.
   for (bool last : {false, true})
     for (bool first : {false, true})
@@ -874,7 +881,21 @@ std::shared_ptr<const ProgramParts> program_parts(const ModelSpec& m, const Layo
 
 bool same_stage_work(const StageProgram& a, const StageProgram& b) {
   return a.first == b.first && a.last == b.last && a.layers == b.layers && a.dense_layers == b.dense_layers &&
-         a.moe_layers == b.moe_layers && a.dense_params == b.dense_params && a.expert_params == b.expert_params;
+         a.moe_layers == b.moe_layers && a.kept_dense_layers == b.kept_dense_layers &&
+         a.kept_moe_layers == b.kept_moe_layers && a.dense_params == b.dense_params && a.expert_params == b.expert_params;
+}
+
+LayerRuns layer_runs(const StepProgram& prog, const StageProgram& st) {
+  LayerRuns r;
+  const ProgramParts& p = *prog.parts;
+  auto add = [&](const LayerProgram& lp, int layers, const char* part) {
+    if (layers > 0) r.runs[size_t(r.n++)] = {&lp, layers, part};
+  };
+  add(p.dense, st.dense_layers - st.kept_dense_layers, "dense");
+  add(p.moe, st.moe_layers - st.kept_moe_layers, "moe");
+  add(p.dense_kept, st.kept_dense_layers, "dense_kept");
+  add(p.moe_kept, st.kept_moe_layers, "moe_kept");
+  return r;
 }
 
 size_t first_same_stage(const StepProgram& prog, size_t s) {
@@ -886,7 +907,7 @@ size_t first_same_stage(const StepProgram& prog, size_t s) {
 bool same_program_parts(const Layout& a, const Layout& b) {
   return a.tp == b.tp && a.cp == b.cp && a.ep == b.ep && a.etp == b.etp && a.sp == b.sp &&
          a.micro_batch == b.micro_batch && a.recompute == b.recompute && a.recompute_modules == b.recompute_modules &&
-         (a.pp == 1) == (b.pp == 1);
+         a.block_recompute() == b.block_recompute() && (a.pp == 1) == (b.pp == 1);
 }
 
 StepProgram expand_step_program(const ModelSpec& m, const Layout& l, const Workload& w) {
@@ -904,6 +925,20 @@ StepProgram expand_step_program(const ModelSpec& m, const Layout& l, const Workl
   const ProgramParts& pp = *prog.parts;
 
   const std::vector<int> counts = stage_layer_counts(m, l);
+  // Block recompute: the layers of each virtual stage (model order: virtual stage c of rank s is
+  // chunk c * pp + s) past its first recompute_num_layers keep their activations.
+  std::vector<int> kept_dense(size_t(l.pp), 0), kept_moe(size_t(l.pp), 0);
+  if (l.block_recompute()) {
+    const std::vector<int> chunks = virtual_stage_layer_counts(m, l);
+    int start = 0;
+    for (size_t i = 0; i < chunks.size(); ++i) {
+      const int from = start + std::min(chunks[i], l.recompute_num_layers), to = start + chunks[i];
+      const int moe = m.moe_layers_in(from, to);
+      kept_moe[i % size_t(l.pp)] += moe;
+      kept_dense[i % size_t(l.pp)] += (to - from) - moe;
+      start = to;
+    }
+  }
   prog.stages.reserve(size_t(l.pp));
   int layer = 0;
   for (int s = 0; s < l.pp; ++s) {
@@ -914,6 +949,9 @@ StepProgram expand_step_program(const ModelSpec& m, const Layout& l, const Workl
     st.layers = counts[s];
     st.moe_layers = m.moe_layers_in(layer, layer + counts[s]);
     st.dense_layers = counts[s] - st.moe_layers;
+    // (Clamped: the stage's MoE count above takes its layers as one run, the chunks interleave.)
+    st.kept_moe_layers = std::min(st.moe_layers, kept_moe[size_t(s)]);
+    st.kept_dense_layers = std::min(st.dense_layers, kept_dense[size_t(s)] + kept_moe[size_t(s)] - st.kept_moe_layers);
     layer += counts[s];
     // Aliasing the parts: the stage keeps them alive without a copy.
     const std::optional<StageEdges>& edges = pp.edges[ProgramParts::edge_index(st.first, st.last)];

@@ -93,6 +93,10 @@ struct StageProgram {
   int layers = 0;
   int dense_layers = 0;
   int moe_layers = 0;
+  // Under block recompute (Layout::recompute_num_layers), the dense and MoE layers among the above
+  // that run without recompute: each virtual stage's layers past its first recompute_num_layers.
+  int kept_dense_layers = 0;
+  int kept_moe_layers = 0;
   bool first = false, last = false;
   std::shared_ptr<const StageEdges> edges;  // never null
   Count dense_params = 0;                   // incl. embedding/head on this stage
@@ -110,6 +114,8 @@ bool same_stage_work(const StageProgram& a, const StageProgram& b);
 // same parts from them (program_parts).
 struct ProgramParts {
   LayerProgram dense, moe;
+  // Under block recompute, the same layers without recompute (their activations kept).
+  LayerProgram dense_kept, moe_kept;
   std::array<std::optional<StageEdges>, 4> edges;
   static size_t edge_index(bool first, bool last) { return size_t(first) + 2 * size_t(last); }
 };
@@ -124,6 +130,22 @@ struct StepProgram {
   Count tokens_per_micro_batch = 0;  // tokens of one micro-batch on one rank (b*s/cp)
   Count activation_bytes = 2;        // element width of activations
 };
+
+// A stage's transformer layers by the program they run: the dense and MoE layers under the
+// layout's recompute policy and, under block recompute, those that keep their activations. Every
+// per-layer sum (time, FLOPs, saved bytes, listed ops) walks these.
+struct LayerRun {
+  const LayerProgram* program = nullptr;
+  int layers = 0;
+  const char* part = "";  // op ids' part: "dense", "moe", "dense_kept", "moe_kept"
+};
+struct LayerRuns {
+  std::array<LayerRun, 4> runs{};
+  int n = 0;  // runs with at least one layer
+  const LayerRun* begin() const { return runs.data(); }
+  const LayerRun* end() const { return runs.data() + n; }
+};
+LayerRuns layer_runs(const StepProgram& prog, const StageProgram& st);
 
 // Expands model + layout + workload into the per-rank step program. Assumes a valid layout
 // (see validate_layout).

@@ -197,8 +197,8 @@ std::string export_megatron(const Scenario& s) {
   }
   if (l.recompute == Recompute::Full) {
     flag("--recompute-granularity", "full");
-    flag("--recompute-method", "uniform");
-    flag("--recompute-num-layers", "1");
+    flag("--recompute-method", l.block_recompute() ? "block" : "uniform");
+    flag("--recompute-num-layers", l.block_recompute() ? n(l.recompute_num_layers) : "1");
   }
   // Megatron-Core picks its attention with --attention-backend (--use-flash-attn reaches only the
   // legacy model, megatron/legacy/model/transformer.py at v0.15.3): TransformerEngine's fused
@@ -240,6 +240,8 @@ std::string export_deepspeed(const Scenario& s) {
     refuse("DeepSpeed", "per-layer gradient reduction (DeepSpeed reduces in buckets of reduce_bucket_size)");
   if (l.recompute == Recompute::Selective || l.recompute == Recompute::SelectiveOp)
     refuse("DeepSpeed", "selective recompute (DeepSpeed's activation checkpointing wraps whole layers)");
+  if (l.block_recompute())
+    refuse("DeepSpeed", "block recompute of some layers (Megatron's --recompute-method block)");
   if (s.work.dtype == Dtype::FP8) refuse("DeepSpeed", "fp8 (needs TransformerEngine in the model code)");
   if (s.work.bf16_adam_moments) refuse("DeepSpeed", "bf16 Adam moments (DeepSpeed's Adam keeps them in fp32)");
   if (s.work.fp8_activation_input_store) refuse("DeepSpeed", "the SwiGLU's fp8 input store (Megatron-Core's activation_func_fp8_input_store)");
@@ -334,6 +336,9 @@ std::string export_torchtitan(const Scenario& s) {
   }
   o << "enable_async_tensor_parallel = " << (l.tp_overlap ? "true" : "false") << "\n";
   o << "\n[activation_checkpoint]\n";
+  if (l.block_recompute())
+    refuse("torchtitan", "Megatron's block recompute of the first layers of each stage (torchtitan's every n-th "
+                         "layer checkpointing is another placement)");
   if (l.recompute == Recompute::Selective)
     refuse("torchtitan", "Megatron's core-attention recompute (torchtitan's selective modes are op-level or "
                          "every n-th layer: use --recompute selective-op)");

@@ -187,8 +187,15 @@ void search_mesh(const PlanRequest& rq, Bytes budget, const Mesh& mesh, ShapeCac
         const int r = k.policy;
         // Decided without a memory check: a lighter policy fits (this one would only be slower), or
         // a layout that holds no more exceeds the budget (sp on against off, a smaller micro-batch).
+        // Block recompute of as many layers as a virtual stage holds is full recompute, tried on its own.
+        auto whole_chunks = [&](size_t i) {
+          if (k.recompute_num_layers == 0) return false;
+          const std::vector<int> chunks = virtual_stage_layer_counts(rq.model, make_layout(mesh, k, vs[i]));
+          return k.recompute_num_layers >= *std::max_element(chunks.begin(), chunks.end());
+        };
         auto decided = [&](size_t i) -> const char* {
           if (lighter_fits[i]) return "recompute not needed (a lighter policy fits)";
+          if (whole_chunks(i)) return "block recompute of every layer (full recompute)";
           if (smaller_exceeds[at(sp, size_t(r), i)]) return "memory (a smaller micro-batch already exceeds the budget)";
           if (!sp && exceeds[at(true, size_t(r), i)]) return "memory (sp on already exceeds the budget)";
           return nullptr;
@@ -205,7 +212,7 @@ void search_mesh(const PlanRequest& rq, Bytes budget, const Mesh& mesh, ShapeCac
         }
         const Layout first = make_layout(mesh, k, vs.front());
         ShapeCache::Entry& shape = cache.at(rq, first);
-        const StepProgram prog = expand_step_program(rq.model, first, rq.work, shape.parts);
+        const StepProgram shared = expand_step_program(rq.model, first, rq.work, shape.parts);
         std::optional<std::vector<StageOps>> ops;  // priced at the first variant that fits, shared by the rest
         // stage_times only depends on the variant's zero stage, DP overlap and virtual stages.
         struct TimeKey { int zero; DpOverlap ov; int v; std::vector<StageTime> st; };
@@ -217,6 +224,10 @@ void search_mesh(const PlanRequest& rq, Bytes budget, const Mesh& mesh, ShapeCac
             continue;
           }
           const Layout l = make_layout(mesh, k, vs[i]);
+          // Which layers block recompute keeps depends on the virtual stages: its own program.
+          std::optional<StepProgram> own;
+          if (l.block_recompute()) own = expand_step_program(rq.model, l, rq.work, shape.parts);
+          const StepProgram& prog = own ? *own : shared;
           const Bytes peak = peak_or_bound(rq, l, prog, budget, out.closest);
           ++out.memory_checked;
           if (peak > budget) {
@@ -230,10 +241,14 @@ void search_mesh(const PlanRequest& rq, Bytes budget, const Mesh& mesh, ShapeCac
           const TimeKey* tk = nullptr;
           for (const auto& c : time_cache)
             if (c.zero == l.zero && c.ov == l.dp_overlap && c.v == v) tk = &c;
-          if (!tk) {
+          if (!tk || own) {
             if (!pricer) pricer.emplace(OpPricer::of(rq.hardware, l, rq.work));
-            if (!ops) ops = stage_ops(prog, cached_layer_costs(rq, *pricer, l, prog, shape));
-            time_cache.push_back({l.zero, l.dp_overlap, v, stage_times(rq.model, rq.hardware, rq.work, l, prog, *pricer, *ops, &dp_of(l, prog))});
+            std::optional<std::vector<StageOps>> own_ops;
+            if (own) own_ops = stage_ops(prog, cached_layer_costs(rq, *pricer, l, prog, shape));
+            else if (!ops) ops = stage_ops(prog, cached_layer_costs(rq, *pricer, l, prog, shape));
+            time_cache.push_back({l.zero, l.dp_overlap, own ? -1 : v,
+                                  stage_times(rq.model, rq.hardware, rq.work, l, prog, *pricer, own ? *own_ops : *ops,
+                                              &dp_of(l, prog))});
             tk = &time_cache.back();
           }
           ++out.evaluated;

@@ -45,6 +45,9 @@ std::vector<std::pair<int, int>> stage_splits(const ModelSpec& m, int pp, bool u
 
 void restrict_to_framework(SearchOptions& o, Framework f) {
   auto drop = [](auto& v, auto pred) { v.erase(std::remove_if(v.begin(), v.end(), pred), v.end()); };
+  // Block recompute is Megatron's (--recompute-method block): DeepSpeed's activation checkpointing
+  // wraps every layer the model code checkpoints, and torchtitan's every n-th layer is another placement.
+  if (f != Framework::Megatron) o.block_recompute = false;
   if (f == Framework::Torchtitan) {
     drop(o.zero_stages, [](int z) { return z == 1 || z == 2; });
     drop(o.recompute, [](Recompute r) { return r == Recompute::Selective; });
@@ -77,6 +80,7 @@ Layout make_layout(const Mesh& mesh, const ProgramKey& key, const Variant& v) {
   l.micro_batch = key.micro_batch;
   l.recompute = key.recompute;
   l.recompute_modules = key.recompute_modules;
+  l.recompute_num_layers = key.recompute_num_layers;
   l.zero = v.zero;
   l.dp_overlap = v.dp_overlap;
   l.schedule = v.schedule;
@@ -134,12 +138,16 @@ std::vector<Mesh> enumerate_meshes(const ModelSpec& model, const Workload& work,
   return out;
 }
 
-std::vector<std::pair<Recompute, unsigned>> recompute_policies(const ModelSpec& model, const SearchOptions& o) {
-  std::vector<std::pair<Recompute, unsigned>> out;
+std::vector<RecomputePolicy> recompute_policies(const ModelSpec& model, const SearchOptions& o) {
+  std::vector<RecomputePolicy> out;
   for (Recompute r : o.recompute) {
-    if (r != Recompute::Selective) out.push_back({r, 0});
-    else
-      for (unsigned modules : selective_module_ladder(model)) out.push_back({r, modules});
+    if (r == Recompute::Selective)
+      for (unsigned modules : selective_module_ladder(model)) out.push_back({r, modules, 0});
+    else if (r == Recompute::Full && o.block_recompute) {
+      for (int n = 1; n < model.layers; n *= 2) out.push_back({r, 0, n});
+      out.push_back({r, 0, 0});
+    } else
+      out.push_back({r, 0, 0});
   }
   return out;
 }
@@ -160,7 +168,7 @@ std::vector<ProgramKey> program_keys(const ModelSpec& model, const Workload& wor
   for (Count b : mesh.micro_batches)
     for (bool sp : sps)
       for (size_t i = 0; i < policies.size(); ++i)
-        keys.push_back({sp, b, policies[i].first, policies[i].second, int(i)});
+        keys.push_back({sp, b, policies[i].recompute, policies[i].modules, policies[i].num_layers, int(i)});
   return keys;
 }
 
@@ -252,13 +260,14 @@ std::vector<Layout> enumerate_layouts(const ModelSpec& model, const Workload& wo
 int complexity(const Layout& l) {
   return (l.tp > 1) + (l.pp > 1) + (l.vpp > 1) + (l.cp > 1) + (l.ep > 1) + (l.etp > 1) + l.sp + l.zero +
          int(l.recompute) + __builtin_popcount(l.recompute_modules & ~recompute_module::kCoreAttn) +
+         (l.recompute_num_layers > 0) +
          (l.schedule == Schedule::ZeroBubble) + (l.first_stage_layers > 0 || l.last_stage_layers > 0);
 }
 
 bool layout_less(const Layout& a, const Layout& b) {
   auto t = [](const Layout& l) {
     return std::make_tuple(l.tp, l.pp, l.cp, l.dp, l.ep, l.etp, l.vpp, int(l.schedule), l.sp, l.zero, l.micro_batch,
-                           int(l.recompute), l.recompute_modules, int(l.dp_overlap), l.first_stage_layers, l.last_stage_layers,
+                           int(l.recompute), l.recompute_modules, l.recompute_num_layers, int(l.dp_overlap), l.first_stage_layers, l.last_stage_layers,
                            l.bucket_bytes, l.tp_overlap);
   };
   return t(a) < t(b);

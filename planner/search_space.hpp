@@ -27,6 +27,9 @@ struct SearchOptions {
                                      Schedule::ZeroBubble};
   bool uneven_stages = true;      // also try first/last stages one layer lighter (Llama 3's 405B layout)
   bool sp_off = true;             // also enumerate tp > 1 without sequence parallelism
+  // Under full recompute, also Megatron's block recompute of the first 1, 2, 4, ... layers of each
+  // virtual stage (Layout::recompute_num_layers); restrict_to_framework turns it off elsewhere.
+  bool block_recompute = true;
 };
 
 // Keeps only what `framework` can run: FSDP2 (torchtitan) has ZeRO 0 and 3 only, and op-level
@@ -51,13 +54,20 @@ struct ProgramKey {
   Count micro_batch = 1;
   Recompute recompute = Recompute::None;
   unsigned recompute_modules = 0;  // selective recompute's Megatron-Core modules (0: core attention)
-  int policy = 0;                  // index of (recompute, modules) in recompute_policies, lightest first
+  int recompute_num_layers = 0;    // block recompute's layers per virtual stage (0: every layer)
+  int policy = 0;                  // index of the policy in recompute_policies, lightest first
 };
 
 // The recompute policies the planner tries, lightest first: the requested ones, with selective
 // recompute also adding Megatron-Core's modules the model has (layernorm; moe_act for MoE;
-// mla_up_proj for MLA) to core attention.
-std::vector<std::pair<Recompute, unsigned>> recompute_policies(const ModelSpec& model, const SearchOptions& options);
+// mla_up_proj for MLA) to core attention, and full recompute preceded by block recompute of
+// 1, 2, 4, ... layers per virtual stage (fewer recomputed layers: more memory, less time).
+struct RecomputePolicy {
+  Recompute recompute = Recompute::None;
+  unsigned modules = 0;
+  int num_layers = 0;  // Layout::recompute_num_layers
+};
+std::vector<RecomputePolicy> recompute_policies(const ModelSpec& model, const SearchOptions& options);
 
 // What only changes the pricing.
 struct Variant {

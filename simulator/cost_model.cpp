@@ -16,7 +16,11 @@ std::vector<std::pair<std::string, Seconds>> TimeBreakdown::components() const {
           {"optimizer", optimizer}};
 }
 
-StepFlops step_flops(const ModelSpec& m, const Workload& w, Recompute recompute) {
+StepFlops step_flops(const ModelSpec& m, const Workload& w, const Layout& l) {
+  return step_flops(m, w, l.recompute, double(fully_recomputed_layers(m, l)) / std::max(1, m.layers));
+}
+
+StepFlops step_flops(const ModelSpec& m, const Workload& w, Recompute recompute, double recomputed_fraction) {
   const ParameterCounts pc = count_parameters(m);
   const double tokens = double(w.global_batch) * double(w.seq);
   // Matmul parameters a token passes through: everything active but embeddings and norms, plus
@@ -43,7 +47,7 @@ StepFlops step_flops(const ModelSpec& m, const Workload& w, Recompute recompute)
   if (w.mtp_layers > 0) attention += w.mtp_layers * double(w.global_batch) * attention_per_seq / m.layers;
   f.causal_model = f.model - 3.0 * attention / 2;
   f.hardware = f.model;
-  if (recompute == Recompute::Full) f.hardware += forward;
+  if (recompute == Recompute::Full) f.hardware += recomputed_fraction * forward;
   else if (recompute == Recompute::Selective) f.hardware += double(w.global_batch) * attention_per_seq;
   // Op-level selective recompute re-runs every other matmul of each layer: about half their FLOPs.
   else if (recompute == Recompute::SelectiveOp) f.hardware += tokens * (matmul - double(m.vocab) * double(m.hidden));
@@ -57,6 +61,15 @@ LayerListCosts layer_list_costs(const ModelSpec& model, const OpPricer& pricer, 
   if (model.moe.enabled()) {
     c.moe_forward = price_op_list(prog.moe_layer().forward, 0, pricer, l.tp_overlap);
     c.moe_backward = price_op_list(prog.moe_layer().backward, prog.moe_layer().recompute_ops, pricer, l.tp_overlap);
+  }
+  if (l.block_recompute()) {
+    const ProgramParts& p = *prog.parts;
+    c.dense_kept_forward = price_op_list(p.dense_kept.forward, 0, pricer, l.tp_overlap);
+    c.dense_kept_backward = price_op_list(p.dense_kept.backward, p.dense_kept.recompute_ops, pricer, l.tp_overlap);
+    if (model.moe.enabled()) {
+      c.moe_kept_forward = price_op_list(p.moe_kept.forward, 0, pricer, l.tp_overlap);
+      c.moe_kept_backward = price_op_list(p.moe_kept.backward, p.moe_kept.recompute_ops, pricer, l.tp_overlap);
+    }
   }
   return c;
 }
@@ -105,10 +118,15 @@ std::vector<StageOps> stage_ops(const StepProgram& prog, const LayerOpCosts& lay
       continue;
     }
     StageOps o;
-    o.forward.add(layers.dense_forward, st.dense_layers);
-    o.backward.add(layers.dense_backward, st.dense_layers);
-    o.forward.add(layers.moe_forward, st.moe_layers);
-    o.backward.add(layers.moe_backward, st.moe_layers);
+    const int dense = st.dense_layers - st.kept_dense_layers, moe = st.moe_layers - st.kept_moe_layers;
+    o.forward.add(layers.dense_forward, dense);
+    o.backward.add(layers.dense_backward, dense);
+    o.forward.add(layers.moe_forward, moe);
+    o.backward.add(layers.moe_backward, moe);
+    o.forward.add(layers.dense_kept_forward, st.kept_dense_layers);
+    o.backward.add(layers.dense_kept_backward, st.kept_dense_layers);
+    o.forward.add(layers.moe_kept_forward, st.kept_moe_layers);
+    o.backward.add(layers.moe_kept_backward, st.kept_moe_layers);
     const LayerOpCosts::Edges& edges = layers.edges(st);
     o.forward.add(edges.pre_forward, 1);
     o.forward.add(edges.post_forward, 1);
@@ -300,10 +318,10 @@ Prediction predict(const ModelSpec& model, const HardwareProfile& hw, const Work
         if (op.kind != OpKind::Collective && op.kind != OpKind::PointToPoint) by_class[op.op_class] += times * pricer.time(op);
     };
     const double m = double(prog.micro_batches);
-    add(prog.dense_layer().forward, m * st.dense_layers);
-    add(prog.dense_layer().backward, m * st.dense_layers);
-    add(prog.moe_layer().forward, m * st.moe_layers);
-    add(prog.moe_layer().backward, m * st.moe_layers);
+    for (const LayerRun& run : layer_runs(prog, st)) {
+      add(run.program->forward, m * run.layers);
+      add(run.program->backward, m * run.layers);
+    }
     for (const auto* ops : {&st.edges->pre_forward, &st.edges->pre_backward, &st.edges->post_forward, &st.edges->post_backward}) add(*ops, m);
     for (const auto& [c, s] : by_class) p.compute_by_op_class.emplace_back(to_string(c), s);
   }
@@ -327,7 +345,7 @@ Prediction predict(const ModelSpec& model, const HardwareProfile& hw, const Work
 void set_throughput(Prediction& p, const ModelSpec& model, const HardwareProfile& hw, const Workload& work,
                     const Layout& l) {
   const int gpus = l.gpus();
-  const StepFlops flops = step_flops(model, work, l.recompute);
+  const StepFlops flops = step_flops(model, work, l);
   p.tokens_per_s_per_gpu = double(work.global_batch) * double(work.seq) / p.step_time / gpus;
   p.tflops_model_per_gpu = flops.model / p.step_time / gpus / kTera;
   p.tflops_hw_per_gpu = flops.hardware / p.step_time / gpus / kTera;

@@ -69,7 +69,10 @@ struct StepFlops {
   // Megatron-LM's num_floating_point_operations and Narayanan et al. do.
   Flops causal_model = 0;
 };
-StepFlops step_flops(const ModelSpec& model, const Workload& work, Recompute recompute);
+// recomputed_fraction: the share of transformer layers full recompute re-runs (block recompute
+// re-runs some; fully_recomputed_layers / layers).
+StepFlops step_flops(const ModelSpec& model, const Workload& work, Recompute recompute, double recomputed_fraction = 1.0);
+StepFlops step_flops(const ModelSpec& model, const Workload& work, const Layout& layout);
 
 // Fills the throughput figures (tokens/s, TFLOP/s, MFU) of a prediction from its step time.
 void set_throughput(Prediction& p, const ModelSpec& model, const HardwareProfile& hw, const Workload& work,
@@ -94,6 +97,8 @@ std::vector<StageTime> stage_times(const ModelSpec& model, const HardwareProfile
 // prices them once per program and hands them to every variant's stage_times.
 struct LayerListCosts {
   OpListCost dense_forward, dense_backward, moe_forward, moe_backward;
+  // Under block recompute, the layers that keep their activations (ProgramParts::dense_kept).
+  OpListCost dense_kept_forward, dense_kept_backward, moe_kept_forward, moe_kept_backward;
 };
 struct LayerOpCosts : LayerListCosts {
   // A stage's embedding (pre) and head/loss/MTP (post) op lists, forward and backward; they

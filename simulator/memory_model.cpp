@@ -107,8 +107,8 @@ HeldActivations held_activations(const Layout& l, const StepProgram& prog, const
   const Count m = prog.micro_batches;
   const double in_flight = in_flight_micro_batches(l, m, st.stage);
   HeldActivations h;
-  h.layers = in_flight * (st.dense_layers * prog.dense_layer().saved);
-  h.moe = st.moe_layers > 0 ? in_flight * (st.moe_layers * prog.moe_layer().saved) : 0;
+  for (const LayerRun& run : layer_runs(prog, st))
+    (run.program->moe ? h.moe : h.layers) += in_flight * (run.layers * run.program->saved);
   h.pre = chunk_in_flight(l, m, st.stage, 0) * st.edges->pre_saved;
   h.post = chunk_in_flight(l, m, st.stage, l.virtual_stages() - 1) * st.edges->post_saved;
   return h;

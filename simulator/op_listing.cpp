@@ -1,5 +1,7 @@
 #include "simulator/op_listing.hpp"
 
+#include <iterator>
+
 #include "simulator/dp_traffic.hpp"
 #include "simulator/op_cost.hpp"
 
@@ -52,13 +54,14 @@ std::vector<ListedOp> list_ops(const ModelSpec& model, const HardwareProfile& hw
   for (const StageProgram& st : prog.stages) {
     const int s = st.stage;
     add_list(out, pricer, s, "embed", "fwd", st.edges->pre_forward, 0, m);
-    add_list(out, pricer, s, "dense", "fwd", prog.dense_layer().forward, 0, Count(st.dense_layers) * m);
-    add_list(out, pricer, s, "moe", "fwd", prog.moe_layer().forward, 0, Count(st.moe_layers) * m);
+    const LayerRuns runs = layer_runs(prog, st);
+    for (const LayerRun& run : runs)
+      add_list(out, pricer, s, run.part, "fwd", run.program->forward, 0, Count(run.layers) * m);
     add_list(out, pricer, s, "head", "fwd", st.edges->post_forward, 0, m);
     add_list(out, pricer, s, "head", "bwd", st.edges->post_backward, 0, m);
-    add_list(out, pricer, s, "moe", "bwd", prog.moe_layer().backward, prog.moe_layer().recompute_ops, Count(st.moe_layers) * m);
-    add_list(out, pricer, s, "dense", "bwd", prog.dense_layer().backward, prog.dense_layer().recompute_ops,
-             Count(st.dense_layers) * m);
+    for (auto run = std::make_reverse_iterator(runs.end()); run != std::make_reverse_iterator(runs.begin()); ++run)
+      add_list(out, pricer, s, run->part, "bwd", run->program->backward, run->program->recompute_ops,
+               Count(run->layers) * m);
     add_list(out, pricer, s, "embed", "bwd", st.edges->pre_backward, 0, m);
     // Each virtual chunk boundary sends the activation on and receives its gradient back.
     if (l.pp > 1) {

@@ -3,6 +3,7 @@
 // shared overlap rules (simulator/overlap_rules.hpp), and the data-parallel traffic priced as the
 // closed-form model prices it, so that the two differ only in how the schedule plays out.
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 #include "simulator/collective_cost.hpp"
@@ -35,9 +36,15 @@ PipelineInputs pipeline_inputs(const ModelSpec& model, const HardwareProfile& hw
                                const Layout& l, const StepProgram& prog) {
   const OpPricer pricer = OpPricer::of(hw, l, work);
   const bool split = splits_weight_grad(l.schedule);
-  const LayerCosts dense = price_layer(prog.dense_layer(), pricer, l.tp_overlap, split);
-  LayerCosts moe;
-  if (model.moe.enabled()) moe = price_layer(prog.moe_layer(), pricer, l.tp_overlap, split);
+  // Each layer program once (dense, MoE and, under block recompute, their kept twins).
+  const ProgramParts& parts = *prog.parts;
+  const std::array<const LayerProgram*, 4> programs = {&parts.dense, &parts.moe, &parts.dense_kept, &parts.moe_kept};
+  std::array<LayerCosts, 4> priced;
+  for (size_t i = 0; i < programs.size(); ++i)
+    if (!programs[i]->forward.empty()) priced[i] = price_layer(*programs[i], pricer, l.tp_overlap, split);
+  const auto costs_of = [&](const LayerProgram* lp) -> const LayerCosts& {
+    return priced[size_t(std::find(programs.begin(), programs.end(), lp) - programs.begin())];
+  };
   // The optimizer and the memory come from the closed-form model: the simulator changes when
   // things happen, not what they cost.
   const std::vector<StageTime> closed = stage_times(model, hw, work, l, prog);
@@ -81,15 +88,16 @@ PipelineInputs pipeline_inputs(const ModelSpec& model, const HardwareProfile& hw
     s.post_step_gather = closed[si].post_step_gather;  // its hiding cost included (overlap::with_hiding_cost)
     for (int c = 0; c < v; ++c) {
       ChunkInputs ch;
-      const double dense_layers = double(st.dense_layers) / v, moe_layers = double(st.moe_layers) / v;
       ch.layers = std::max(1, st.layers / v);
-      ch.forward.add(dense.forward, dense_layers);
-      ch.forward.add(moe.forward, moe_layers);
-      ch.backward.add(dense.backward, dense_layers);
-      ch.backward.add(moe.backward, moe_layers);
-      ch.weight_grad.add(dense.weight_grad, dense_layers);
-      ch.weight_grad.add(moe.weight_grad, moe_layers);
-      Bytes saved = dense_layers * prog.dense_layer().saved + moe_layers * prog.moe_layer().saved;
+      Bytes saved = 0;
+      for (const LayerRun& run : layer_runs(prog, st)) {
+        const double layers = double(run.layers) / v;  // a chunk holds 1/v of each
+        const LayerCosts& c = costs_of(run.program);
+        ch.forward.add(c.forward, layers);
+        ch.backward.add(c.backward, layers);
+        ch.weight_grad.add(c.weight_grad, layers);
+        saved += layers * run.program->saved;
+      }
       // The embedding runs in the first chunk of the first stage, the head and loss in the last
       // chunk of the last stage.
       if (c == 0) {

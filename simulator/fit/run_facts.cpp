@@ -88,6 +88,7 @@ enum class Setting {
   ModelFlopsCausalHalved,
   Zero3Synchronous,
   SelectiveRecompute,
+  BlockRecompute,
   P2pOverlap,
   CompiledLoss,
   PipelineKeepsOutputs
@@ -138,6 +139,12 @@ const DatedDefault kDatedDefaults[] = {
     {"*", 0, 202205, Setting::SelectiveRecompute, false, 1, 3,
      "selective activation recompute was published in 2022-05 (Korthikanti et al., arXiv 2205.05198); before it, "
      "Megatron-LM's --checkpoint-activations re-ran whole layers"},
+    {"*", 0, 0, Setting::BlockRecompute, true, 1, 3,
+     "Megatron-LM --recompute-method block --recompute-num-layers N: full recompute of the first N layers of each "
+     "virtual stage only (Megatron codebases; the layout refuses it for others)"},
+    {"*", 0, 202205, Setting::BlockRecompute, false, 1, 3,
+     "--recompute-method block came with selective recompute (Megatron-LM commit bbab79f, 2022-05); before it, "
+     "--checkpoint-activations re-ran every layer"},
     {"deepspeed", 0, 0, Setting::SelectiveRecompute, false, 1, 3,
      "the DeepSpeed engine's activation checkpointing (deepspeed.checkpointing.checkpoint) re-runs the function it "
      "wraps whole: a layer"},
@@ -279,6 +286,7 @@ RunSettings run_settings(const RunFacts& f, int pp, int zero) {
   s.filled_tp_overlap = !f.tp_overlap.has_value();
   s.model_flops_causal_halved = dated_default(f, Setting::ModelFlopsCausalHalved, pp, zero);
   s.has_selective_recompute = dated_default(f, Setting::SelectiveRecompute, pp, zero);
+  s.has_block_recompute = s.framework == Framework::Megatron && dated_default(f, Setting::BlockRecompute, pp, zero);
   s.overlap_p2p_comm = dated_default(f, Setting::P2pOverlap, pp, zero);
   s.pp_keeps_stage_outputs = dated_default(f, Setting::PipelineKeepsOutputs, pp, zero);
   // Unstated: off, torchtitan's default (training.compile = false).

@@ -51,6 +51,8 @@ struct RunSettings {
   // Whether the codebase had a selective recompute at its date; without one an unstated policy is
   // none or full (whole-layer checkpointing).
   bool has_selective_recompute = true;
+  // Megatron's block recompute (--recompute-method block): full recompute of some layers only.
+  bool has_block_recompute = true;
   // Pipeline sends overlap compute under Megatron's interleaved schedule (Workload::overlap_p2p_comm).
   bool overlap_p2p_comm = true;
   // The pipeline's last stage keeps every micro-batch's output (Workload::pp_keeps_stage_outputs).

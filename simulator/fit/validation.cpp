@@ -152,7 +152,7 @@ const ModelSpec* zoo_model_like(const ModelSpec& m, bool kv_heads_stated) {
 Seconds null_model_step_time(const Scenario& s) {
   // The 16-bit peak for fp8 runs too: MFU is stated against it by the sources (torchtitan's
   // get_peak_flops, Megatron-Bridge's tables), and a null at twice the peak would be a straw man.
-  const StepFlops f = step_flops(s.model, s.work, s.layout.recompute);
+  const StepFlops f = step_flops(s.model, s.work, s.layout);
   const Dtype peak_dtype = s.work.dtype == Dtype::FP8 ? Dtype::BF16 : s.work.dtype;
   return f.model / (double(s.layout.gpus()) * s.hardware.peak(peak_dtype) * 0.5);
 }
@@ -333,7 +333,8 @@ ValidationReport validate_runs(const CsvTable& t, const ValidationOptions& opt) 
         else
           policies.push_back({p, 0});
       };
-      if (rc.empty() || rc == "unknown") {
+      const bool unstated_recompute = rc.empty() || rc == "unknown";
+      if (unstated_recompute) {
         for (Recompute c : kRecomputeOrder) {
           const bool selective = c == Recompute::Selective || c == Recompute::SelectiveOp;
           if (!selective || (run.has_selective_recompute && (c == Recompute::SelectiveOp) == run.selective_is_op_level))
@@ -385,6 +386,36 @@ ValidationReport validate_runs(const CsvTable& t, const ValidationOptions& opt) 
       Layout best_layout;
       bool best_fits = false;
       std::string last_error;
+      // Prices a trial layout and keeps it if it is the best so far; whether it fits, or nothing
+      // when the layout is invalid.
+      auto consider = [&](const Layout& l) -> std::optional<bool> {
+        try {
+          validate_layout(s.model, l, s.work, s.gpus);
+        } catch (const LayoutError& e) {
+          last_error = e.constraint();
+          return std::nullopt;
+        }
+        Scenario trial = s;
+        trial.layout = l;
+        Prediction p = price(trial);
+        // A run fits when its live tensors and what lives outside the allocator fit: on an
+        // allocation failure PyTorch's caching allocator frees its cached blocks and retries
+        // (CUDACachingAllocator.cpp, release_cached_blocks before raising OOM), so the
+        // reserved-but-free share of fragmentation does not stop a run.
+        Bytes needed = 0;
+        for (const MemoryBreakdown& m : p.stage_memory) needed = std::max(needed, m.allocated() + m.outside_allocator);
+        if (p.stage_memory.empty()) needed = p.peak_memory;
+        const bool fits = needed <= s.hardware.memory_capacity;
+        const bool better = !best || (fits && !best_fits) ||
+                            (fits == best_fits && (fits ? p.step_time < best->step_time : p.peak_memory < best->peak_memory));
+        if (better) {
+          best = p;
+          best_layout = l;
+          best_fits = fits;
+        }
+        return fits;
+      };
+      const bool block_recompute = unstated_recompute && run.has_block_recompute;
       for (const auto& [rcv, modules] : policies) {
         for (Count b : micro_batches)
           for (int z : zeros)
@@ -397,35 +428,28 @@ ValidationReport validate_runs(const CsvTable& t, const ValidationOptions& opt) 
               l.vpp = v;
               if (v > 1) l.schedule = Schedule::Interleaved;
               if (vpp_filled) split_pipeline_like_megatron(l, s.model, s.work.framework);
-              try {
-                validate_layout(s.model, l, s.work, s.gpus);
-              } catch (const LayoutError& e) {
-                last_error = e.constraint();
-                continue;
-              }
-              Scenario trial = s;
-              trial.layout = l;
-              Prediction p = price(trial);
-              // A run fits when its live tensors and what lives outside the allocator fit: on an
-              // allocation failure PyTorch's caching allocator frees its cached blocks and retries
-              // (CUDACachingAllocator.cpp, release_cached_blocks before raising OOM), so the
-              // reserved-but-free share of fragmentation does not stop a run.
-              Bytes needed = 0;
-              for (const MemoryBreakdown& m : p.stage_memory) needed = std::max(needed, m.allocated() + m.outside_allocator);
-              if (p.stage_memory.empty()) needed = p.peak_memory;
-              const bool fits = needed <= s.hardware.memory_capacity;
-              const bool better = !best || (fits && !best_fits) ||
-                                  (fits == best_fits && (fits ? p.step_time < best->step_time : p.peak_memory < best->peak_memory));
-              if (better) {
-                best = p;
-                best_layout = l;
-                best_fits = fits;
+              const std::optional<bool> fits = consider(l);
+              // Where every layer recomputed fits, Megatron's block recompute of fewer layers per
+              // virtual stage may too, and is faster: the fewest that fit (memory falls and time
+              // rises with the count), found by bisection.
+              if (!block_recompute || rcv != Recompute::Full || !fits.value_or(false)) continue;
+              const std::vector<int> chunks = virtual_stage_layer_counts(s.model, l);
+              int lo = 1, hi = *std::max_element(chunks.begin(), chunks.end());  // hi: every layer, fits
+              while (lo < hi) {
+                Layout t = l;
+                t.recompute_num_layers = (lo + hi) / 2;
+                if (consider(t).value_or(false)) hi = t.recompute_num_layers;
+                else lo = t.recompute_num_layers + 1;
               }
             }
       }
       if (micro_batches.empty()) last_error = "global batch divisible by dp*micro-batch";
       if (!best) throw Error("layout invalid: " + last_error);
-      if (rc.empty() || rc == "unknown") row.filled.push_back("recompute=" + to_string(best_layout.recompute));
+      if (unstated_recompute)
+        row.filled.push_back("recompute=" + to_string(best_layout.recompute) +
+                             (best_layout.block_recompute()
+                                  ? " (block, " + std::to_string(best_layout.recompute_num_layers) + " layers per virtual stage)"
+                                  : std::string()));
       if (micro_batches.size() > 1 || s.layout.micro_batch <= 0) row.filled.push_back("micro_batch=" + std::to_string(best_layout.micro_batch));
       if (run.filled_dp_overlap) row.filled.push_back(std::string("dp_overlap=") + (run.dp_overlap ? "on" : "off"));
       if (run.filled_flash) row.filled.push_back(std::string("attention=") + (run.flash_attention ? "flash" : "fused-softmax"));
@@ -451,7 +475,7 @@ ValidationReport validate_runs(const CsvTable& t, const ValidationOptions& opt) 
       // Megatron-Bridge count causal attention at half).
       double model_flops_scale = 1;
       if (run.model_flops_causal_halved) {
-        const StepFlops f = step_flops(s.model, s.work, best_layout.recompute);
+        const StepFlops f = step_flops(s.model, s.work, best_layout);
         model_flops_scale = f.causal_model / f.model;
         row.filled.push_back("model_flops=causal-halved");
       }

@@ -518,3 +518,33 @@ TEST_CASE("run refuses an output it cannot write before it trains") {
   CHECK(contains(r.output, "/nonexistent-dir/measured.json"));
   CHECK(!contains(r.output, "loss"));  // no step ran
 }
+
+TEST_CASE("--recompute-num-layers: Megatron's block recompute on the CLI, in the JSON and a plan file, refused by run") {
+  const std::string base = "predict --model llama3-8b --hardware h100-sxm-80g --gpus 8 --pp 4 --seq 4096 --global-batch 16 ";
+  Result r = run_sixfold(base + "--recompute-num-layers 2 --json");
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(r.output);
+  CHECK(j["layout"]["recompute"] == "full");  // implied, as Megatron's block method is of full recompute
+  CHECK(j["layout"]["recompute_num_layers"] == 2);
+  r = run_sixfold(base + "--recompute selective --recompute-num-layers 2");
+  CHECK(r.code == 2);
+  CHECK(contains(r.output, "needs --recompute full"));
+  r = run_sixfold(base + "--recompute-num-layers 2 --framework torchtitan");
+  CHECK(r.code != 0);
+  CHECK(contains(r.output, "block recompute (--recompute-num-layers) is Megatron's"));
+  r = run_sixfold(base + "--recompute-num-layers -1");
+  CHECK(r.code == 2);
+  r = run_sixfold(base + "--recompute-num-layers 2");
+  CHECK(contains(r.output, "recompute=full(block 2)"));
+  const std::string plan = write_temp("plan-block.yaml",
+                                      "schema_version: 1\nmodel:\n  name: tiny\n  architecture: {name: tiny, layers: 2, hidden: 32, "
+                                      "ffn: 64, heads: 4, kv_heads: 2, vocab: 64, max_seq: 32, norm: rmsnorm, activation: swiglu}\n"
+                                      "hardware: h100-sxm-80g\ngpus: 1\nworkload: {seq: 16, global_batch: 2, dtype: fp32}\n"
+                                      "layout: {dp: 1, recompute: full, recompute_num_layers: 1}\n");
+  r = run_sixfold("predict --plan " + plan + " --json");
+  REQUIRE(r.code == 0);
+  CHECK(nlohmann::json::parse(r.output)["layout"]["recompute_num_layers"] == 1);
+  r = run_sixfold("run --plan " + plan + " --steps 1");
+  CHECK(r.code == 2);
+  CHECK(contains(r.output, "priced by the cost model only"));
+}

@@ -136,15 +136,16 @@ TEST_CASE("selective recompute is searched with the Megatron-Core modules the mo
   const auto dense = recompute_policies(load_model("llama3-8b"), o);
   const auto ds = recompute_policies(load_model("deepseek-v3"), o);
   auto has = [](const auto& policies, unsigned modules) {
-    for (const auto& [r, m] : policies)
-      if (r == Recompute::Selective && m == modules) return true;
+    for (const RecomputePolicy& p : policies)
+      if (p.recompute == Recompute::Selective && p.modules == modules) return true;
     return false;
   };
   CHECK(has(dense, rm::kCoreAttn | rm::kLayernorm));
   CHECK_FALSE(has(dense, rm::kCoreAttn | rm::kMoeAct));
   CHECK(has(ds, rm::kCoreAttn | rm::kMoeAct | rm::kLayernorm | rm::kMlaUpProj));
-  CHECK(dense.front().first == Recompute::None);
-  CHECK(dense.back().first == Recompute::Full);
+  CHECK(dense.front().recompute == Recompute::None);
+  CHECK(dense.back().recompute == Recompute::Full);
+  CHECK(dense.back().num_layers == 0);
   // Every layout with modules is valid for its model.
   const ModelSpec m = load_model("mixtral-8x7b");
   Workload w;

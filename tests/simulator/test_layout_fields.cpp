@@ -17,6 +17,7 @@ Layout every_field_set() {
   l.dp = 2, l.tp = 4, l.pp = 3, l.vpp = 2, l.cp = 2, l.ep = 2, l.etp = 2, l.sp = true, l.zero = 1, l.micro_batch = 3;
   l.recompute = Recompute::Selective;
   l.recompute_modules = parse_recompute_modules("core_attn,mlp");
+  l.recompute_num_layers = 2;  // (valid only under full recompute: this layout is for the fields, not priced)
   l.dp_overlap = DpOverlap::PerLayer;
   l.bucket_bytes = 64.0 * 1024 * 1024;
   l.tp_overlap = true;

@@ -273,7 +273,8 @@ TEST_CASE("an unstated recompute is one the codebase had at its date: no selecti
 TEST_CASE("an unstated recompute is chosen with the rest: the fastest layout that fits, a heavier recompute where it lets a deeper interleave fit") {
   // Llama 3 405B on 8192 H100 (arXiv 2407.21783 Table 4: tp 8, pp 16, dp 64, 32 sequences per DP
   // rank), recompute, micro-batch and vpp not stated. With core attention recomputed only 1F1B
-  // fits, its bubble 15 of 47 slots; full recompute fits an 8-way interleave and is faster.
+  // fits, its bubble 15 of 47 slots; full recompute fits an 8-way interleave and is faster, and
+  // Megatron's block recompute of fewer layers per virtual stage faster still.
   const std::string shape = "126,16384,53248,128,8,128256,8192,,,,h100-sxm-80g,8192,8,64,8,16,,1,1,1,1,,2048,";
   const ValidationReport rep = run("U,a," + shape + ",bf16,,430,,,,,,meta-internal,2024-07,flash\n" +
                                    "S,a," + shape + "selective,bf16,,430,,,,,,meta-internal,2024-07,flash\n" +
@@ -283,10 +284,46 @@ TEST_CASE("an unstated recompute is chosen with the rest: the fastest layout tha
   for (const RowResult& row : rep.rows) CHECK(row.predicted_to_fit);
   const double unstated = rep.rows[0].predicted.at("tflops_model"), selective = rep.rows[1].predicted.at("tflops_model"),
                full = rep.rows[2].predicted.at("tflops_model");
-  CHECK(unstated == doctest::Approx(std::max(selective, full)));
+  CHECK(unstated > std::max(selective, full));
   CHECK(full > selective);
   CHECK(rep.rows[0].scenario.layout.recompute == Recompute::Full);
+  CHECK(rep.rows[0].scenario.layout.recompute_num_layers > 0);
+  CHECK(rep.rows[2].scenario.layout.recompute_num_layers == 0);  // a stated "full" recomputes every layer
   CHECK(rep.rows[0].scenario.layout.vpp > 1);
   CHECK(rep.rows[1].scenario.layout.vpp == 1);
   CHECK(filled(rep.rows[0], "recompute=full"));
+}
+
+TEST_CASE("an unstated recompute may be Megatron's block recompute where it existed: the fewest layers that fit") {
+  // Llama 3.1 405B's shape on 8192 H100 (tp 8, pp 16, dp 64): selective recompute does not fit at
+  // any interleave, every layer recomputed does; block recompute of fewer layers per virtual stage
+  // fits too and is faster. Before 2022-05 Megatron had no block method: every layer recomputes.
+  const std::string row = ",a,126,16384,53248,128,8,128256,8192,,,,h100-sxm-80g,8192,8,64,8,16,,1,1,1,1,,2048,,bf16,,430,,,,,,";
+  const ValidationReport rep = run("K1" + row + "megatron-lm,2024-07,flash\n" + "K2" + row + "megatron-lm,2021-04,flash\n" +
+                                   "K3" + row + "deepspeed,2024-07,flash\n");
+  REQUIRE(rep.rows.size() == 3);
+  for (const RowResult& row_result : rep.rows) REQUIRE_MESSAGE(row_result.scored, row_result.id << ": " << row_result.skip_reason);
+  const Layout& block = rep.rows[0].scenario.layout;
+  CHECK(rep.rows[0].predicted_to_fit);
+  CHECK(block.recompute == Recompute::Full);
+  CHECK(block.recompute_num_layers > 0);
+  CHECK(filled(rep.rows[0], "recompute=full (block, "));
+  // One layer fewer recomputed per virtual stage no longer fits: the count is the fewest.
+  Layout fewer = block;
+  fewer.recompute_num_layers -= 1;
+  if (fewer.recompute_num_layers > 0) {
+    const Scenario& s = rep.rows[0].scenario;
+    const Prediction p = predict(s.model, s.hardware, s.work, fewer);
+    Bytes needed = 0;
+    for (const MemoryBreakdown& m : p.stage_memory) needed = std::max(needed, m.allocated() + m.outside_allocator);
+    CHECK(needed > s.hardware.memory_capacity);
+  }
+  // Every layer recomputed is slower than the block the row was filled with.
+  Layout whole = block;
+  whole.recompute_num_layers = 0;
+  const Scenario& s = rep.rows[0].scenario;
+  CHECK(predict(s.model, s.hardware, s.work, whole).step_time > predict(s.model, s.hardware, s.work, block).step_time);
+  CHECK(rep.rows[1].scenario.layout.recompute == Recompute::Full);
+  CHECK(rep.rows[1].scenario.layout.recompute_num_layers == 0);
+  CHECK(rep.rows[2].scenario.layout.recompute_num_layers == 0);  // not DeepSpeed's
 }

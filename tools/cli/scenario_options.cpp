@@ -165,6 +165,12 @@ Scenario ScenarioFlags::resolve(bool with_layout) const {
         throw UsageError("--recompute-modules needs --recompute selective (got " + recompute + ")");
       l.recompute = Recompute::Selective;
     }
+    // Megatron's block recompute is a form of full recompute (--recompute-granularity full).
+    if (given("recompute_num_layers") && l.recompute_num_layers > 0) {
+      if (given("recompute") && l.recompute != Recompute::Full)
+        throw UsageError("--recompute-num-layers needs --recompute full (got " + recompute + ")");
+      l.recompute = Recompute::Full;
+    }
   }
   // Degrees are at most kGpus each: their product fits in 64 bits.
   const long long model_parallel = l.model_parallel();
