@@ -30,6 +30,11 @@ RankProgram rank_program(const ModelSpec& model, const Layout& layout, const Wor
   r.dense_bwd = list_of(stage, "dense", "bwd", r.program.dense_layer().backward, "dense layer backward");
   r.moe_fwd = list_of(stage, "moe", "fwd", r.program.moe_layer().forward, "MoE layer forward");
   r.moe_bwd = list_of(stage, "moe", "bwd", r.program.moe_layer().backward, "MoE layer backward");
+  const ProgramParts& parts = *r.program.parts;
+  r.dense_kept_fwd = list_of(stage, "dense_kept", "fwd", parts.dense_kept.forward, "dense layer forward (kept activations)");
+  r.dense_kept_bwd = list_of(stage, "dense_kept", "bwd", parts.dense_kept.backward, "dense layer backward (kept activations)");
+  r.moe_kept_fwd = list_of(stage, "moe_kept", "fwd", parts.moe_kept.forward, "MoE layer forward (kept activations)");
+  r.moe_kept_bwd = list_of(stage, "moe_kept", "bwd", parts.moe_kept.backward, "MoE layer backward (kept activations)");
   r.head_fwd = list_of(stage, "head", "fwd", e.post_forward, "output head forward");
   r.head_bwd = list_of(stage, "head", "bwd", e.post_backward, "output head backward");
   r.pp_fwd = list_of(stage, "pp", "fwd", {st.pp_send}, "pipeline send forward");
@@ -56,7 +61,8 @@ DpHandles dp_handles(const RankProgram& p, Backend& b) {
 }
 
 std::vector<const ProgramOpList*> RankProgram::lists() const {
-  return {&embed_fwd, &embed_bwd, &dense_fwd, &dense_bwd, &moe_fwd, &moe_bwd, &head_fwd, &head_bwd, &pp_fwd, &pp_bwd, &dp};
+  return {&embed_fwd,      &embed_bwd,      &dense_fwd,    &dense_bwd,    &moe_fwd, &moe_bwd, &dense_kept_fwd,
+          &dense_kept_bwd, &moe_kept_fwd, &moe_kept_bwd, &head_fwd,     &head_bwd, &pp_fwd,  &pp_bwd, &dp};
 }
 
 OpHandle OpCursor::take(const char* name, bool weight_grad) {

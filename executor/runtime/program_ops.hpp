@@ -40,7 +40,10 @@ struct RankProgram {
   int stage = 0;
   DpOps dp_ops;  // the stage's DP ops the dp list points into
   ProgramOpList embed_fwd, embed_bwd, dense_fwd, dense_bwd, moe_fwd, moe_bwd, head_fwd, head_bwd, pp_fwd, pp_bwd, dp;
-  const ProgramOpList& layer(bool moe, bool forward) const {
+  // Under block recompute, the layers that keep their activations (ProgramParts::dense_kept).
+  ProgramOpList dense_kept_fwd, dense_kept_bwd, moe_kept_fwd, moe_kept_bwd;
+  const ProgramOpList& layer(bool moe, bool forward, bool kept = false) const {
+    if (kept) return moe ? (forward ? moe_kept_fwd : moe_kept_bwd) : (forward ? dense_kept_fwd : dense_kept_bwd);
     return moe ? (forward ? moe_fwd : moe_bwd) : (forward ? dense_fwd : dense_bwd);
   }
   // Every list of the rank, for reports.

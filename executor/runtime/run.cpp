@@ -93,10 +93,6 @@ RunReport run_plan(const ModelSpec& model, const Layout& layout, const Workload&
   if (layout.recompute == Recompute::SelectiveOp)
     throw UsageError("the executor runs recompute none, selective or full; selective-op (torchtitan's op-level "
                      "checkpointing) is priced by the cost model only");
-  if (layout.block_recompute())
-    throw UsageError("the executor recomputes every layer or none; block recompute (recompute_num_layers " +
-                     std::to_string(layout.recompute_num_layers) +
-                     ") is priced by the cost model only: run the plan with recompute_num_layers 0");
   const int launched = launched_world_size();
   if (options.emulate_rank >= 0) {
     if (launched != 1)

@@ -16,7 +16,8 @@ constexpr double kInitStd = 0.02;  // GPT-2 / Megatron init_method_std
 }  // namespace
 
 template <class T>
-TransformerLayer<T>::TransformerLayer(const ExecContext& ctx, int layer, std::uint64_t seed) : layer_(layer) {
+TransformerLayer<T>::TransformerLayer(const ExecContext& ctx, int layer, std::uint64_t seed, bool kept)
+    : layer_(layer), kept_(kept), policy_(kept ? Recompute::None : ctx.layout->recompute) {
   const ModelSpec& m = *ctx.model;
   const int tp_rank = ctx.groups->me.tp;
   moe_ = m.is_moe_layer(layer);
@@ -185,11 +186,11 @@ void TransformerLayer<T>::forward(const ExecContext& ctx, const T* x, T* out, La
   ctx.acquire_weights(experts_.get());
   s.x.reset(ctx.memory(), MemoryCategory::Activations, ctx.rows_residual * ctx.hidden);
   ctx.copy(s.x.data(), x, s.x.size());
-  const Recompute policy = ctx.layout->recompute;
+  const Recompute policy = policy_;
   // Tensors that outlive the forward are activations; those the recompute policy drops (all but
   // the input under full, the log-sum-exp under selective) are transient buffers.
   const auto Bf = MemoryCategory::Buffers;
-  const ProgramOpList& list = ctx.program->layer(moe_, true);
+  const ProgramOpList& list = ctx.program->layer(moe_, true, kept_);
   Forward f(ctx, list, s, out, policy == Recompute::Full ? Bf : MemoryCategory::Activations,
             policy == Recompute::None ? MemoryCategory::Activations : Bf);
   OpCursor ops(*ctx.backend, list);
@@ -307,12 +308,12 @@ void TransformerLayer<T>::backward(const ExecContext& ctx, const T* dout, T* dx,
   ctx.acquire_weights(experts_.get());
   MemoryTracker* mem = ctx.memory();
   const auto Bf = MemoryCategory::Buffers;
-  const ProgramOpList& list = ctx.program->layer(moe_, false);
+  const ProgramOpList& list = ctx.program->layer(moe_, false, kept_);
   // The list starts with the forward ops the recompute policy re-runs: into a discarded output
   // under full recompute (everything but the input was dropped), the core attention alone under
   // selective.
   TrackedBuffer<T> discard(mem, Bf, s.complete ? 0 : ctx.rows_residual * ctx.hidden);
-  const Recompute policy = ctx.layout->recompute;
+  const Recompute policy = policy_;
   Forward f(ctx, list, s, discard.data(), policy == Recompute::Full ? Bf : MemoryCategory::Activations, Bf);
   // The backward's TP collectives, where the list has them (tp > 1): the exits' (SP: the output
   // gradient's all-gather; none without SP) and the entries' (SP: reduce-scatter; all-reduce

@@ -19,7 +19,8 @@
 // Recompute: none saves all of these; selective drops the log-sum-exp and recomputes the core
 // attention in backward (q, k, v stay saved as the checkpoint's inputs and the attention output as
 // the output projection's input: Korthikanti et al. 2022, section 5); full keeps only the layer
-// input and reruns the whole forward in backward. What is recomputed lives in Buffers.
+// input and reruns the whole forward in backward. What is recomputed lives in Buffers. Under block
+// recompute the layers past the first recompute_num_layers of their virtual stage recompute nothing.
 #include <memory>
 #include <optional>
 
@@ -41,7 +42,9 @@ struct LayerSaved {
 template <class T>
 class TransformerLayer {
  public:
-  TransformerLayer(const ExecContext& ctx, int layer, std::uint64_t seed);
+  // kept: a layer that block recompute leaves out (Layout::recompute_num_layers): it keeps its
+  // activations and runs the program's kept lists.
+  TransformerLayer(const ExecContext& ctx, int layer, std::uint64_t seed, bool kept = false);
   int index() const { return layer_; }
   ParamGroup<T>& params() { return *params_; }
   ParamGroup<T>* expert_params() { return experts_.get(); }
@@ -71,6 +74,8 @@ class TransformerLayer {
 
   int layer_;
   bool moe_ = false, swiglu_ = true, layernorm_ = false;
+  bool kept_ = false;
+  Recompute policy_ = Recompute::None;  // the layout's, or none for a layer block recompute keeps
   std::unique_ptr<ParamGroup<T>> params_, experts_;
   int norm1_w_ = -1, norm1_b_ = -1, wq_ = -1, wk_ = -1, wv_ = -1, wo_ = -1, norm2_w_ = -1, norm2_b_ = -1;
   int w_gate_ = -1, w_up_ = -1, w_down_ = -1, router_ = -1;

@@ -92,6 +92,14 @@ std::map<std::string, std::function<Case()>> cases() {
          c.layout.pp = 2; c.layout.vpp = 2; c.layout.schedule = Schedule::Interleaved; c.layout.ep = 2; c.layout.dp = 2;
          c.layout.micro_batch = 1; c.moe = true; })},
       {"recompute_full_tp2_pp2", with([](Case& c) { c.layout.tp = 2; c.layout.pp = 2; c.layout.recompute = Recompute::Full; })},
+      // Megatron's block recompute: the first layer of each virtual stage recomputes, the others
+      // keep their activations (8 layers over pp 2 x vpp 2: virtual stages of 2).
+      {"recompute_block_pp2_interleaved", with([](Case& c) {
+         c.layers = 8; c.layout.pp = 2; c.layout.vpp = 2; c.layout.schedule = Schedule::Interleaved; c.layout.micro_batch = 1;
+         c.layout.recompute = Recompute::Full; c.layout.recompute_num_layers = 1; })},
+      {"recompute_block_tp2_sp_moe_ep2", with([](Case& c) {
+         c.layout.tp = 2; c.layout.sp = true; c.layout.ep = 2; c.moe = true;
+         c.layout.recompute = Recompute::Full; c.layout.recompute_num_layers = 2; })},
       {"tp2_pp2_dp2", with([](Case& c) { c.layout.tp = 2; c.layout.pp = 2; c.layout.dp = 2; c.layout.micro_batch = 1; })},
       {"cp2_tp2_dp2", with([](Case& c) { c.layout.cp = 2; c.layout.tp = 2; c.layout.dp = 2; c.layout.sp = true; })},
   };

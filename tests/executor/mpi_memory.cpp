@@ -46,6 +46,9 @@ std::map<std::string, std::function<Case()>> cases() {
       {"tp2_sp_selective", with([](Case& c) { c.layout.tp = 2; c.layout.sp = true; c.layout.recompute = Recompute::Selective; })},
       {"pp2_1f1b", with([](Case& c) { c.layout.pp = 2; c.layout.micro_batch = 1; })},
       {"pp2_full", with([](Case& c) { c.layout.pp = 2; c.layout.micro_batch = 1; c.layout.recompute = Recompute::Full; })},
+      {"single_block", with([](Case& c) { c.layout.recompute = Recompute::Full; c.layout.recompute_num_layers = 1; })},
+      {"pp2_block", with([](Case& c) {
+         c.layout.pp = 2; c.layout.micro_batch = 1; c.layout.recompute = Recompute::Full; c.layout.recompute_num_layers = 1; })},
       {"cp2", with([](Case& c) { c.layout.cp = 2; })},
       {"moe_ep2_dp2", with([](Case& c) { c.layout.dp = 2; c.layout.ep = 2; c.moe = true; })},
       {"zero1_dp2", with([](Case& c) { c.layout.dp = 2; c.layout.zero = 1; })},
