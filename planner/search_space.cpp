@@ -144,7 +144,11 @@ std::vector<RecomputePolicy> recompute_policies(const ModelSpec& model, const Se
     if (r == Recompute::Selective)
       for (unsigned modules : selective_module_ladder(model)) out.push_back({r, modules, 0});
     else if (r == Recompute::Full && o.block_recompute) {
-      for (int n = 1; n < model.layers; n *= 2) out.push_back({r, 0, n});
+      // 1, 2, 3, 4, 6, 8, 12, 16, ...: every count of the few layers a virtual stage usually
+      // holds, then steps of about x1.5.
+      for (int p = 1; p < model.layers; p *= 2)
+        for (int n : {p, p + p / 2})
+          if (n < model.layers && (out.empty() || out.back().num_layers != n)) out.push_back({r, 0, n});
       out.push_back({r, 0, 0});
     } else
       out.push_back({r, 0, 0});

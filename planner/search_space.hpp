@@ -27,7 +27,7 @@ struct SearchOptions {
                                      Schedule::ZeroBubble};
   bool uneven_stages = true;      // also try first/last stages one layer lighter (Llama 3's 405B layout)
   bool sp_off = true;             // also enumerate tp > 1 without sequence parallelism
-  // Under full recompute, also Megatron's block recompute of the first 1, 2, 4, ... layers of each
+  // Under full recompute, also Megatron's block recompute of the first 1, 2, 3, 4, 6, ... layers of each
   // virtual stage (Layout::recompute_num_layers); restrict_to_framework turns it off elsewhere.
   bool block_recompute = true;
 };
@@ -61,7 +61,7 @@ struct ProgramKey {
 // The recompute policies the planner tries, lightest first: the requested ones, with selective
 // recompute also adding Megatron-Core's modules the model has (layernorm; moe_act for MoE;
 // mla_up_proj for MLA) to core attention, and full recompute preceded by block recompute of
-// 1, 2, 4, ... layers per virtual stage (fewer recomputed layers: more memory, less time).
+// 1, 2, 3, 4, 6, 8, 12, ... layers per virtual stage (fewer recomputed layers: more memory, less time).
 struct RecomputePolicy {
   Recompute recompute = Recompute::None;
   unsigned modules = 0;
