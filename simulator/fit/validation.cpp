@@ -448,7 +448,7 @@ ValidationReport validate_runs(const CsvTable& t, const ValidationOptions& opt) 
       if (unstated_recompute)
         row.filled.push_back("recompute=" + to_string(best_layout.recompute) +
                              (best_layout.block_recompute()
-                                  ? " (block, " + std::to_string(best_layout.recompute_num_layers) + " layers per virtual stage)"
+                                  ? " (block, recompute_num_layers=" + std::to_string(best_layout.recompute_num_layers) + ")"
                                   : std::string()));
       if (micro_batches.size() > 1 || s.layout.micro_batch <= 0) row.filled.push_back("micro_batch=" + std::to_string(best_layout.micro_batch));
       if (run.filled_dp_overlap) row.filled.push_back(std::string("dp_overlap=") + (run.dp_overlap ? "on" : "off"));
