@@ -56,11 +56,23 @@ std::vector<int> virtual_stage_layer_counts(const ModelSpec& m, const Layout& l)
   return out;
 }
 
+bool keeps_activations(const std::vector<int>& chunks, const Layout& l, int chunk, int index) {
+  if (!l.partial_recompute()) return false;
+  if (l.recompute_num_layers > 0) return index >= l.recompute_num_layers;
+  // torchtitan: the rank's blocks counted from 1 over its virtual stages in order.
+  const int pp = std::max(1, l.pp), stage = chunk % pp;
+  int count = index + 1;
+  for (int c = stage; c < chunk; c += pp) count += chunks[size_t(c)];
+  return count % l.recompute_every != 0;
+}
+
 int fully_recomputed_layers(const ModelSpec& m, const Layout& l) {
   if (l.recompute != Recompute::Full) return 0;
-  if (!l.block_recompute()) return m.layers;
+  if (!l.partial_recompute()) return m.layers;
+  const std::vector<int> chunks = virtual_stage_layer_counts(m, l);
   int n = 0;
-  for (int c : virtual_stage_layer_counts(m, l)) n += std::min(c, l.recompute_num_layers);
+  for (size_t c = 0; c < chunks.size(); ++c)
+    for (int i = 0; i < chunks[c]; ++i) n += !keeps_activations(chunks, l, int(c), i);
   return n;
 }
 
@@ -138,7 +150,17 @@ void validate_layout(const ModelSpec& m, const Layout& l, const Workload& w, int
          "recompute=" + to_string(l.recompute) + ", recompute_num_layers " + s(l.recompute_num_layers));
     need(w.framework == Framework::Megatron, "block recompute (--recompute-num-layers) is Megatron's",
          "--recompute-num-layers with framework " + to_string(w.framework) +
-             " (DeepSpeed and torchtitan checkpoint every layer or none under full recompute)");
+             " (torchtitan checkpoints every k-th layer: --recompute-every; DeepSpeed every layer or none)");
+  }
+  if (l.recompute_every != 0) {
+    need(l.recompute_every >= 2, "recompute every k-th layer with k at least 2",
+         "recompute_every " + s(l.recompute_every) + " (1 is --recompute full)");
+    need(l.recompute == Recompute::Full, "every k-th layer recompute (--recompute-every) needs full recompute",
+         "recompute=" + to_string(l.recompute) + ", recompute_every " + s(l.recompute_every));
+    need(w.framework == Framework::Torchtitan, "every k-th layer recompute (--recompute-every) is torchtitan's",
+         "--recompute-every with framework " + to_string(w.framework) +
+             " (Megatron recomputes the first N layers of each stage: --recompute-num-layers)");
+    need(l.recompute_num_layers == 0, "one placement of partial recompute", "--recompute-every with --recompute-num-layers");
   }
   if (l.first_stage_layers > 0 || l.last_stage_layers > 0) {
     need(l.pp > 1, "uneven stages need pp > 1", "pp=1");

@@ -183,7 +183,16 @@ struct Layout {
   // since 2022-05, commit bbab79f, with selective recompute). 0: every layer (--recompute-method
   // uniform --recompute-num-layers 1, what `full` means).
   int recompute_num_layers = 0;
+  // torchtitan's layer-level selective checkpointing (activation_checkpoint.mode = "selective",
+  // selective_ac_option = "k"): every k-th transformer block a rank builds is checkpointed whole
+  // (re-runs its forward), the others keep every activation (torchtitan parallelize_llama.py
+  // _apply_ac_to_transformer_block: `_count % ac_freq == 0`, the count running over the rank's
+  // blocks in order). Held under full recompute; 0: every layer.
+  int recompute_every = 0;
   bool block_recompute() const { return recompute == Recompute::Full && recompute_num_layers > 0; }
+  // Full recompute of some layers only (block recompute or every k-th layer): the rest keep their
+  // activations (keeps_activations).
+  bool partial_recompute() const { return recompute == Recompute::Full && (recompute_num_layers > 0 || recompute_every > 0); }
   DpOverlap dp_overlap = DpOverlap::Bucketed;
   Bytes bucket_bytes = 0;  // DP gradient bucket; 0: the framework's default (gradient_bucket_bytes)
   bool tp_overlap = false;         // TP communication overlapped with GEMMs (TransformerEngine userbuffers)
@@ -270,8 +279,12 @@ std::vector<int> stage_layer_counts(const ModelSpec& model, const Layout& layout
 // over its chunks otherwise (torchtitan).
 std::vector<int> virtual_stage_layer_counts(const ModelSpec& model, const Layout& layout);
 // The transformer layers that re-run their forward under full recompute: all of them, or under
-// block recompute the first recompute_num_layers of each virtual stage. 0 without full recompute.
+// partial recompute those keeps_activations leaves out. 0 without full recompute.
 int fully_recomputed_layers(const ModelSpec& model, const Layout& layout);
+// Under partial recompute, whether the index-th layer (from 0) of virtual stage `chunk` (model
+// order: virtual stage c of rank s is chunk c * pp + s; `chunks`: virtual_stage_layer_counts) keeps
+// its activations. The one copy of Megatron's block rule and torchtitan's every-k-th rule.
+bool keeps_activations(const std::vector<int>& chunks, const Layout& layout, int chunk, int index);
 
 // Throws LayoutError naming the violated constraint ("dp*tp*pp*cp = gpus", "tp divides heads",
 // "ep*etp divides tp*cp*dp", "global batch divisible by dp*micro-batch", "vpp divides layers per

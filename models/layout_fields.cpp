@@ -89,6 +89,7 @@ std::vector<LayoutField> make_fields() {
          if (l.recompute == Recompute::Selective && l.recompute_modules != 0)
            s += "(" + recompute_modules_string(l.recompute_modules) + ")";
          if (l.block_recompute()) s += "(block " + show(l.recompute_num_layers) + ")";
+         if (l.recompute == Recompute::Full && l.recompute_every > 0) s += "(every " + show(l.recompute_every) + ")";
          return s;
        },
        "--recompute", "none | selective | selective-op | full (default none)"},
@@ -113,6 +114,14 @@ std::vector<LayoutField> make_fields() {
        "--recompute-num-layers",
        "Megatron's block recompute: under --recompute full, only the first N layers of each (virtual) pipeline stage "
        "recompute, the rest keep their activations (0: every layer; Megatron's --recompute-method block)"},
+      {"recompute_every", nullptr, nullptr, FieldType::Count, 0, kL, nullptr,
+       [](Layout& l, const std::string& t, const std::string& w) { l.recompute_every = int(parse_count(t, w, 0, kL)); },
+       [](const Layout& l) { return double(l.recompute_every); },
+       [](const Layout& l) { return show(l.recompute_every); },
+       [](const Layout& l) { return l.recompute_every == 0; }, nullptr,  // described with recompute
+       "--recompute-every",
+       "torchtitan's layer-level selective checkpointing (selective_ac_option k): under --recompute full, every k-th "
+       "layer of a rank recomputes, the rest keep their activations (0: every layer)"},
       {"dp_overlap", nullptr, nullptr, FieldType::Text, 0, 0, "none, per-layer, bucketed",
        [](Layout& l, const std::string& t, const std::string& w) { l.dp_overlap = parse_enum(&parse_dp_overlap, t, w); },
        nullptr, [](const Layout& l) { return to_string(l.dp_overlap); }, nullptr, nullptr, "--dp-overlap",

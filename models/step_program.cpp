@@ -865,10 +865,10 @@ std::shared_ptr<const ProgramParts> program_parts(const ModelSpec& m, const Layo
   auto out = std::make_shared<ProgramParts>();
   out->dense = make_layer(m, l, w, d, false);
   if (m.moe.enabled()) out->moe = make_layer(m, l, w, d, true);
-  if (l.block_recompute()) {
+  if (l.partial_recompute()) {
     Layout kept = l;
     kept.recompute = Recompute::None;
-    kept.recompute_num_layers = 0;
+    kept.recompute_num_layers = kept.recompute_every = 0;
     out->dense_kept = make_layer(m, kept, w, d, false);
     if (m.moe.enabled()) out->moe_kept = make_layer(m, kept, w, d, true);
   }
@@ -907,7 +907,7 @@ size_t first_same_stage(const StepProgram& prog, size_t s) {
 bool same_program_parts(const Layout& a, const Layout& b) {
   return a.tp == b.tp && a.cp == b.cp && a.ep == b.ep && a.etp == b.etp && a.sp == b.sp &&
          a.micro_batch == b.micro_batch && a.recompute == b.recompute && a.recompute_modules == b.recompute_modules &&
-         a.block_recompute() == b.block_recompute() && (a.pp == 1) == (b.pp == 1);
+         a.partial_recompute() == b.partial_recompute() && (a.pp == 1) == (b.pp == 1);
 }
 
 StepProgram expand_step_program(const ModelSpec& m, const Layout& l, const Workload& w) {
@@ -925,18 +925,19 @@ StepProgram expand_step_program(const ModelSpec& m, const Layout& l, const Workl
   const ProgramParts& pp = *prog.parts;
 
   const std::vector<int> counts = stage_layer_counts(m, l);
-  // Block recompute: the layers of each virtual stage (model order: virtual stage c of rank s is
-  // chunk c * pp + s) past its first recompute_num_layers keep their activations.
+  // Partial recompute: the layers keeps_activations marks (model order: virtual stage c of rank s
+  // is chunk c * pp + s) keep their activations.
   std::vector<int> kept_dense(size_t(l.pp), 0), kept_moe(size_t(l.pp), 0);
-  if (l.block_recompute()) {
+  if (l.partial_recompute()) {
     const std::vector<int> chunks = virtual_stage_layer_counts(m, l);
     int start = 0;
-    for (size_t i = 0; i < chunks.size(); ++i) {
-      const int from = start + std::min(chunks[i], l.recompute_num_layers), to = start + chunks[i];
-      const int moe = m.moe_layers_in(from, to);
-      kept_moe[i % size_t(l.pp)] += moe;
-      kept_dense[i % size_t(l.pp)] += (to - from) - moe;
-      start = to;
+    for (size_t c = 0; c < chunks.size(); ++c) {
+      for (int i = 0; i < chunks[c]; ++i)
+        if (keeps_activations(chunks, l, int(c), i)) {
+          const bool moe = m.moe.enabled() && m.is_moe_layer(start + i);
+          (moe ? kept_moe : kept_dense)[c % size_t(l.pp)] += 1;
+        }
+      start += chunks[c];
     }
   }
   prog.stages.reserve(size_t(l.pp));

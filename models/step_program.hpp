@@ -93,8 +93,8 @@ struct StageProgram {
   int layers = 0;
   int dense_layers = 0;
   int moe_layers = 0;
-  // Under block recompute (Layout::recompute_num_layers), the dense and MoE layers among the above
-  // that run without recompute: each virtual stage's layers past its first recompute_num_layers.
+  // Under partial recompute (Layout::recompute_num_layers, recompute_every), the dense and MoE
+  // layers among the above that run without recompute (keeps_activations).
   int kept_dense_layers = 0;
   int kept_moe_layers = 0;
   bool first = false, last = false;
@@ -114,7 +114,7 @@ bool same_stage_work(const StageProgram& a, const StageProgram& b);
 // same parts from them (program_parts).
 struct ProgramParts {
   LayerProgram dense, moe;
-  // Under block recompute, the same layers without recompute (their activations kept).
+  // Under partial recompute, the same layers without recompute (their activations kept).
   LayerProgram dense_kept, moe_kept;
   std::array<std::optional<StageEdges>, 4> edges;
   static size_t edge_index(bool first, bool last) { return size_t(first) + 2 * size_t(last); }
@@ -132,7 +132,7 @@ struct StepProgram {
 };
 
 // A stage's transformer layers by the program they run: the dense and MoE layers under the
-// layout's recompute policy and, under block recompute, those that keep their activations. Every
+// layout's recompute policy and, under partial recompute, those that keep their activations. Every
 // per-layer sum (time, FLOPs, saved bytes, listed ops) walks these.
 struct LayerRun {
   const LayerProgram* program = nullptr;

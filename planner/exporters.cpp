@@ -195,6 +195,9 @@ std::string export_megatron(const Scenario& s) {
       flag("--recompute-modules", mods);
     }
   }
+  if (l.recompute_every > 0)
+    refuse("Megatron-LM", "every k-th layer recompute (torchtitan's; Megatron recomputes the first N layers of each "
+                          "stage: --recompute-num-layers)");
   if (l.recompute == Recompute::Full) {
     flag("--recompute-granularity", "full");
     flag("--recompute-method", l.block_recompute() ? "block" : "uniform");
@@ -240,8 +243,8 @@ std::string export_deepspeed(const Scenario& s) {
     refuse("DeepSpeed", "per-layer gradient reduction (DeepSpeed reduces in buckets of reduce_bucket_size)");
   if (l.recompute == Recompute::Selective || l.recompute == Recompute::SelectiveOp)
     refuse("DeepSpeed", "selective recompute (DeepSpeed's activation checkpointing wraps whole layers)");
-  if (l.block_recompute())
-    refuse("DeepSpeed", "block recompute of some layers (Megatron's --recompute-method block)");
+  if (l.partial_recompute())
+    refuse("DeepSpeed", "full recompute of some layers only (Megatron's block method, torchtitan's every k-th layer)");
   if (s.work.dtype == Dtype::FP8) refuse("DeepSpeed", "fp8 (needs TransformerEngine in the model code)");
   if (s.work.bf16_adam_moments) refuse("DeepSpeed", "bf16 Adam moments (DeepSpeed's Adam keeps them in fp32)");
   if (s.work.fp8_activation_input_store) refuse("DeepSpeed", "the SwiGLU's fp8 input store (Megatron-Core's activation_func_fp8_input_store)");
@@ -337,13 +340,15 @@ std::string export_torchtitan(const Scenario& s) {
   o << "enable_async_tensor_parallel = " << (l.tp_overlap ? "true" : "false") << "\n";
   o << "\n[activation_checkpoint]\n";
   if (l.block_recompute())
-    refuse("torchtitan", "Megatron's block recompute of the first layers of each stage (torchtitan's every n-th "
-                         "layer checkpointing is another placement)");
+    refuse("torchtitan", "Megatron's block recompute of the first layers of each stage (torchtitan checkpoints "
+                         "every k-th layer: --recompute-every)");
   if (l.recompute == Recompute::Selective)
     refuse("torchtitan", "Megatron's core-attention recompute (torchtitan's selective modes are op-level or "
-                         "every n-th layer: use --recompute selective-op)");
-  o << "mode = \"" << (l.recompute == Recompute::SelectiveOp ? std::string("selective") : to_string(l.recompute)) << "\"\n";
+                         "every k-th layer: use --recompute selective-op or --recompute-every)");
+  const bool selective = l.recompute == Recompute::SelectiveOp || l.recompute_every > 0;
+  o << "mode = \"" << (selective ? std::string("selective") : to_string(l.recompute)) << "\"\n";
   if (l.recompute == Recompute::SelectiveOp) o << "selective_ac_option = \"op\"\n";
+  if (l.recompute_every > 0) o << "selective_ac_option = \"" << l.recompute_every << "\"\n";
   o << "\n[training]\n";
   o << "seq_len = " << s.work.seq << "\n";
   o << "local_batch_size = " << l.micro_batch << "\n";

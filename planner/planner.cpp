@@ -187,15 +187,18 @@ void search_mesh(const PlanRequest& rq, Bytes budget, const Mesh& mesh, ShapeCac
         const int r = k.policy;
         // Decided without a memory check: a lighter policy fits (this one would only be slower), or
         // a layout that holds no more exceeds the budget (sp on against off, a smaller micro-batch).
-        // Block recompute of as many layers as a virtual stage holds is full recompute, tried on its own.
+        // Block recompute of as many layers as a virtual stage holds is full recompute, and every
+        // k-th layer with k above a rank's layers recomputes nothing: each tried on its own.
         auto whole_chunks = [&](size_t i) {
-          if (k.recompute_num_layers == 0) return false;
-          const std::vector<int> chunks = virtual_stage_layer_counts(rq.model, make_layout(mesh, k, vs[i]));
+          if (k.recompute_num_layers == 0 && k.recompute_every == 0) return false;
+          const Layout l = make_layout(mesh, k, vs[i]);
+          if (k.recompute_every > 0) return fully_recomputed_layers(rq.model, l) == 0;
+          const std::vector<int> chunks = virtual_stage_layer_counts(rq.model, l);
           return k.recompute_num_layers >= *std::max_element(chunks.begin(), chunks.end());
         };
         auto decided = [&](size_t i) -> const char* {
           if (lighter_fits[i]) return "recompute not needed (a lighter policy fits)";
-          if (whole_chunks(i)) return "block recompute of every layer (full recompute)";
+          if (whole_chunks(i)) return "partial recompute of every layer or of none (full or no recompute)";
           if (smaller_exceeds[at(sp, size_t(r), i)]) return "memory (a smaller micro-batch already exceeds the budget)";
           if (!sp && exceeds[at(true, size_t(r), i)]) return "memory (sp on already exceeds the budget)";
           return nullptr;
@@ -226,7 +229,7 @@ void search_mesh(const PlanRequest& rq, Bytes budget, const Mesh& mesh, ShapeCac
           const Layout l = make_layout(mesh, k, vs[i]);
           // Which layers block recompute keeps depends on the virtual stages: its own program.
           std::optional<StepProgram> own;
-          if (l.block_recompute()) own = expand_step_program(rq.model, l, rq.work, shape.parts);
+          if (l.partial_recompute()) own = expand_step_program(rq.model, l, rq.work, shape.parts);
           const StepProgram& prog = own ? *own : shared;
           const Bytes peak = peak_or_bound(rq, l, prog, budget, out.closest);
           ++out.memory_checked;

@@ -48,6 +48,7 @@ void restrict_to_framework(SearchOptions& o, Framework f) {
   // Block recompute is Megatron's (--recompute-method block): DeepSpeed's activation checkpointing
   // wraps every layer the model code checkpoints, and torchtitan's every n-th layer is another placement.
   if (f != Framework::Megatron) o.block_recompute = false;
+  o.every_recompute = f == Framework::Torchtitan;
   if (f == Framework::Torchtitan) {
     drop(o.zero_stages, [](int z) { return z == 1 || z == 2; });
     drop(o.recompute, [](Recompute r) { return r == Recompute::Selective; });
@@ -81,6 +82,7 @@ Layout make_layout(const Mesh& mesh, const ProgramKey& key, const Variant& v) {
   l.recompute = key.recompute;
   l.recompute_modules = key.recompute_modules;
   l.recompute_num_layers = key.recompute_num_layers;
+  l.recompute_every = key.recompute_every;
   l.zero = v.zero;
   l.dp_overlap = v.dp_overlap;
   l.schedule = v.schedule;
@@ -148,8 +150,12 @@ std::vector<RecomputePolicy> recompute_policies(const ModelSpec& model, const Se
       // holds, then steps of about x1.5.
       for (int p = 1; p < model.layers; p *= 2)
         for (int n : {p, p + p / 2})
-          if (n < model.layers && (out.empty() || out.back().num_layers != n)) out.push_back({r, 0, n});
-      out.push_back({r, 0, 0});
+          if (n < model.layers && (out.empty() || out.back().num_layers != n)) out.push_back({r, 0, n, 0});
+      out.push_back({r, 0, 0, 0});
+    } else if (r == Recompute::Full && o.every_recompute) {
+      for (int k : {8, 6, 4, 3, 2})
+        if (k <= model.layers) out.push_back({r, 0, 0, k});
+      out.push_back({r, 0, 0, 0});
     } else
       out.push_back({r, 0, 0});
   }
@@ -172,7 +178,7 @@ std::vector<ProgramKey> program_keys(const ModelSpec& model, const Workload& wor
   for (Count b : mesh.micro_batches)
     for (bool sp : sps)
       for (size_t i = 0; i < policies.size(); ++i)
-        keys.push_back({sp, b, policies[i].recompute, policies[i].modules, policies[i].num_layers, int(i)});
+        keys.push_back({sp, b, policies[i].recompute, policies[i].modules, policies[i].num_layers, policies[i].every, int(i)});
   return keys;
 }
 
@@ -264,14 +270,14 @@ std::vector<Layout> enumerate_layouts(const ModelSpec& model, const Workload& wo
 int complexity(const Layout& l) {
   return (l.tp > 1) + (l.pp > 1) + (l.vpp > 1) + (l.cp > 1) + (l.ep > 1) + (l.etp > 1) + l.sp + l.zero +
          int(l.recompute) + __builtin_popcount(l.recompute_modules & ~recompute_module::kCoreAttn) +
-         (l.recompute_num_layers > 0) +
+         (l.recompute_num_layers > 0) + (l.recompute_every > 0) +
          (l.schedule == Schedule::ZeroBubble) + (l.first_stage_layers > 0 || l.last_stage_layers > 0);
 }
 
 bool layout_less(const Layout& a, const Layout& b) {
   auto t = [](const Layout& l) {
     return std::make_tuple(l.tp, l.pp, l.cp, l.dp, l.ep, l.etp, l.vpp, int(l.schedule), l.sp, l.zero, l.micro_batch,
-                           int(l.recompute), l.recompute_modules, l.recompute_num_layers, int(l.dp_overlap), l.first_stage_layers, l.last_stage_layers,
+                           int(l.recompute), l.recompute_modules, l.recompute_num_layers, l.recompute_every, int(l.dp_overlap), l.first_stage_layers, l.last_stage_layers,
                            l.bucket_bytes, l.tp_overlap);
   };
   return t(a) < t(b);

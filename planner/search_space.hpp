@@ -30,6 +30,9 @@ struct SearchOptions {
   // Under full recompute, also Megatron's block recompute of the first 1, 2, 3, 4, 6, ... layers of each
   // virtual stage (Layout::recompute_num_layers); restrict_to_framework turns it off elsewhere.
   bool block_recompute = true;
+  // Under full recompute, also torchtitan's checkpointing of every 8th, 6th, 4th, 3rd or 2nd layer
+  // (Layout::recompute_every); restrict_to_framework turns it on for torchtitan only.
+  bool every_recompute = false;
 };
 
 // Keeps only what `framework` can run: FSDP2 (torchtitan) has ZeRO 0 and 3 only, and op-level
@@ -55,17 +58,20 @@ struct ProgramKey {
   Recompute recompute = Recompute::None;
   unsigned recompute_modules = 0;  // selective recompute's Megatron-Core modules (0: core attention)
   int recompute_num_layers = 0;    // block recompute's layers per virtual stage (0: every layer)
+  int recompute_every = 0;         // torchtitan's every k-th layer (0: every layer)
   int policy = 0;                  // index of the policy in recompute_policies, lightest first
 };
 
 // The recompute policies the planner tries, lightest first: the requested ones, with selective
 // recompute also adding Megatron-Core's modules the model has (layernorm; moe_act for MoE;
 // mla_up_proj for MLA) to core attention, and full recompute preceded by block recompute of
-// 1, 2, 3, 4, 6, 8, 12, ... layers per virtual stage (fewer recomputed layers: more memory, less time).
+// 1, 2, 3, 4, 6, 8, 12, ... layers per virtual stage (fewer recomputed layers: more memory, less time)
+// under Megatron, and by checkpointing every 8th, 6th, 4th, 3rd, 2nd layer under torchtitan.
 struct RecomputePolicy {
   Recompute recompute = Recompute::None;
   unsigned modules = 0;
   int num_layers = 0;  // Layout::recompute_num_layers
+  int every = 0;       // Layout::recompute_every
 };
 std::vector<RecomputePolicy> recompute_policies(const ModelSpec& model, const SearchOptions& options);
 

@@ -62,7 +62,7 @@ LayerListCosts layer_list_costs(const ModelSpec& model, const OpPricer& pricer, 
     c.moe_forward = price_op_list(prog.moe_layer().forward, 0, pricer, l.tp_overlap);
     c.moe_backward = price_op_list(prog.moe_layer().backward, prog.moe_layer().recompute_ops, pricer, l.tp_overlap);
   }
-  if (l.block_recompute()) {
+  if (l.partial_recompute()) {
     const ProgramParts& p = *prog.parts;
     c.dense_kept_forward = price_op_list(p.dense_kept.forward, 0, pricer, l.tp_overlap);
     c.dense_kept_backward = price_op_list(p.dense_kept.backward, p.dense_kept.recompute_ops, pricer, l.tp_overlap);

@@ -100,11 +100,11 @@ ModelRuntime<T>::ModelRuntime(const ModelSpec& model, const Layout& layout, cons
         chunk->virtual_stage = v * pp + s;
         chunk->first = chunk->virtual_stage == 0;
         chunk->last = chunk->virtual_stage == pp * vpp - 1;
-        // Block recompute: the layers of the virtual stage past its first recompute_num_layers keep
-        // their activations (as expand_step_program counts them).
+        // Partial recompute: the layers keeps_activations marks keep their activations (as
+        // expand_step_program counts them).
         for (int l = first_layer; l < first_layer + count; ++l)
           chunk->layers.push_back(std::make_unique<TransformerLayer<T>>(
-              ctx_, l, seed, layout.block_recompute() && l - first_layer >= layout.recompute_num_layers));
+              ctx_, l, seed, keeps_activations(per_virtual_stage, layout, v * pp + s, l - first_layer)));
         chunks_.push_back(std::move(chunk));
       }
       first_layer += count;

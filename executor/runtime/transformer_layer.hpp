@@ -19,8 +19,9 @@
 // Recompute: none saves all of these; selective drops the log-sum-exp and recomputes the core
 // attention in backward (q, k, v stay saved as the checkpoint's inputs and the attention output as
 // the output projection's input: Korthikanti et al. 2022, section 5); full keeps only the layer
-// input and reruns the whole forward in backward. What is recomputed lives in Buffers. Under block
-// recompute the layers past the first recompute_num_layers of their virtual stage recompute nothing.
+// input and reruns the whole forward in backward. What is recomputed lives in Buffers. Under partial
+// recompute (Megatron's block method, torchtitan's every k-th layer) the layers keeps_activations
+// marks recompute nothing.
 #include <memory>
 #include <optional>
 
@@ -42,7 +43,7 @@ struct LayerSaved {
 template <class T>
 class TransformerLayer {
  public:
-  // kept: a layer that block recompute leaves out (Layout::recompute_num_layers): it keeps its
+  // kept: a layer that partial recompute leaves out (keeps_activations): it keeps its
   // activations and runs the program's kept lists.
   TransformerLayer(const ExecContext& ctx, int layer, std::uint64_t seed, bool kept = false);
   int index() const { return layer_; }

@@ -287,6 +287,10 @@ RunSettings run_settings(const RunFacts& f, int pp, int zero) {
   s.model_flops_causal_halved = dated_default(f, Setting::ModelFlopsCausalHalved, pp, zero);
   s.has_selective_recompute = dated_default(f, Setting::SelectiveRecompute, pp, zero);
   s.has_block_recompute = s.framework == Framework::Megatron && dated_default(f, Setting::BlockRecompute, pp, zero);
+  // torchtitan's activation_checkpoint.selective_ac_option takes an int (every k-th block) as well
+  // as "op" in every version its rows come from (parallelize_llama.py); Composer (llm-foundry) has
+  // no such option.
+  s.has_every_recompute = f.codebase == "torchtitan";
   s.overlap_p2p_comm = dated_default(f, Setting::P2pOverlap, pp, zero);
   s.pp_keeps_stage_outputs = dated_default(f, Setting::PipelineKeepsOutputs, pp, zero);
   // Unstated: off, torchtitan's default (training.compile = false).

@@ -53,6 +53,8 @@ struct RunSettings {
   bool has_selective_recompute = true;
   // Megatron's block recompute (--recompute-method block): full recompute of some layers only.
   bool has_block_recompute = true;
+  // torchtitan's every k-th layer checkpointing (selective_ac_option k).
+  bool has_every_recompute = false;
   // Pipeline sends overlap compute under Megatron's interleaved schedule (Workload::overlap_p2p_comm).
   bool overlap_p2p_comm = true;
   // The pipeline's last stage keeps every micro-batch's output (Workload::pp_keeps_stage_outputs).

@@ -416,6 +416,7 @@ ValidationReport validate_runs(const CsvTable& t, const ValidationOptions& opt) 
         return fits;
       };
       const bool block_recompute = unstated_recompute && run.has_block_recompute;
+      const bool every_recompute = unstated_recompute && run.has_every_recompute;
       for (const auto& [rcv, modules] : policies) {
         for (Count b : micro_batches)
           for (int z : zeros)
@@ -432,8 +433,20 @@ ValidationReport validate_runs(const CsvTable& t, const ValidationOptions& opt) 
               // Where every layer recomputed fits, Megatron's block recompute of fewer layers per
               // virtual stage may too, and is faster: the fewest that fit (memory falls and time
               // rises with the count), found by bisection.
-              if (!block_recompute || rcv != Recompute::Full || !fits.value_or(false)) continue;
+              if (rcv != Recompute::Full || !fits.value_or(false)) continue;
               const std::vector<int> chunks = virtual_stage_layer_counts(s.model, l);
+              if (every_recompute) {
+                // torchtitan: checkpointing every k-th layer, the largest k that fits (k = 1 is
+                // every layer, which fits).
+                int lo = 1, hi = *std::max_element(chunks.begin(), chunks.end()) * l.virtual_stages();
+                while (lo < hi) {
+                  Layout t = l;
+                  t.recompute_every = (lo + hi + 1) / 2;
+                  if (consider(t).value_or(false)) lo = t.recompute_every;
+                  else hi = t.recompute_every - 1;
+                }
+              }
+              if (!block_recompute) continue;
               int lo = 1, hi = *std::max_element(chunks.begin(), chunks.end());  // hi: every layer, fits
               while (lo < hi) {
                 Layout t = l;
@@ -449,6 +462,8 @@ ValidationReport validate_runs(const CsvTable& t, const ValidationOptions& opt) 
         row.filled.push_back("recompute=" + to_string(best_layout.recompute) +
                              (best_layout.block_recompute()
                                   ? " (block, recompute_num_layers=" + std::to_string(best_layout.recompute_num_layers) + ")"
+                              : best_layout.partial_recompute()
+                                  ? " (every k-th layer, recompute_every=" + std::to_string(best_layout.recompute_every) + ")"
                                   : std::string()));
       if (micro_batches.size() > 1 || s.layout.micro_batch <= 0) row.filled.push_back("micro_batch=" + std::to_string(best_layout.micro_batch));
       if (run.filled_dp_overlap) row.filled.push_back(std::string("dp_overlap=") + (run.dp_overlap ? "on" : "off"));

@@ -547,3 +547,17 @@ TEST_CASE("--recompute-num-layers: Megatron's block recompute on the CLI, in the
   r = run_sixfold("run --plan " + plan + " --steps 1");  // one rank, no mpirun: the executor runs it
   CHECK(r.code == 0);
 }
+
+TEST_CASE("--recompute-every: torchtitan's every k-th layer checkpointing on the CLI and in the JSON, refused for Megatron") {
+  const std::string base = "predict --model llama3-8b --hardware h100-sxm-80g --gpus 8 --pp 4 --seq 4096 --global-batch 16 ";
+  Result r = run_sixfold(base + "--framework torchtitan --recompute-every 2 --json");
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(r.output);
+  CHECK(j["layout"]["recompute"] == "full");
+  CHECK(j["layout"]["recompute_every"] == 2);
+  r = run_sixfold(base + "--recompute-every 2");
+  CHECK(r.code != 0);
+  CHECK(contains(r.output, "is torchtitan's"));
+  r = run_sixfold(base + "--framework torchtitan --recompute-every 2");
+  CHECK(contains(r.output, "recompute=full(every 2)"));
+}

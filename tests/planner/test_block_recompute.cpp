@@ -167,3 +167,82 @@ TEST_CASE("the planner tries block recompute under Megatron between selective an
     for (const RecomputePolicy& p : recompute_policies(m, r)) CHECK(p.num_layers == 0);
   }
 }
+
+TEST_CASE("torchtitan's every k-th layer checkpointing: the rank's blocks counted over its virtual stages") {
+  const ModelSpec m = load_model("llama3-8b");
+  Workload w = workload();
+  w.framework = Framework::Torchtitan;
+  Layout l;
+  l.dp = 4;
+  l.pp = 4;  // 8 layers a rank
+  l.recompute = Recompute::Full;
+  l.recompute_every = 3;
+  validate_layout(m, l, w, 16);
+  StepProgram p = expand_step_program(m, l, w);
+  for (const StageProgram& st : p.stages) CHECK(st.kept_dense_layers == 8 - 2);  // blocks 3 and 6 recompute
+  CHECK(fully_recomputed_layers(m, l) == 4 * 2);
+  // Interleaved (torchtitan splits unevenly; here 4 + 4): the count runs on from one virtual stage
+  // to the next, so blocks 3 and 6 of the rank, the third of its first virtual stage and the second
+  // of its second.
+  l.vpp = 2;
+  l.schedule = Schedule::Interleaved;
+  const std::vector<int> chunks = virtual_stage_layer_counts(m, l);
+  CHECK_FALSE(keeps_activations(chunks, l, 0, 2));
+  CHECK(keeps_activations(chunks, l, 0, 3));
+  CHECK_FALSE(keeps_activations(chunks, l, 4, 1));  // chunk 4 = virtual stage 1 of rank 0
+  CHECK(keeps_activations(chunks, l, 4, 2));
+  p = expand_step_program(m, l, w);
+  for (const StageProgram& st : p.stages) CHECK(st.kept_dense_layers == 6);
+
+  // Between no recompute and full, in time and memory.
+  l.vpp = 1;
+  l.schedule = Schedule::OneFOneB;
+  const HardwareProfile hw = load_hardware("h100-sxm-80g");
+  auto price_tt = [&](Recompute r, int every) {
+    Layout t = l;
+    t.recompute = r;
+    t.recompute_every = every;
+    validate_layout(m, t, w, 16);
+    return predict(m, hw, w, t);
+  };
+  const Prediction none = price_tt(Recompute::None, 0), full = price_tt(Recompute::Full, 0);
+  const Prediction every2 = price_tt(Recompute::Full, 2), every4 = price_tt(Recompute::Full, 4);
+  CHECK(every4.step_time < every2.step_time);
+  CHECK(every4.peak_memory > every2.peak_memory);
+  CHECK(every2.step_time < full.step_time);
+  CHECK(every4.step_time > none.step_time);
+  CHECK(every2.peak_memory > full.peak_memory);
+  CHECK(every4.peak_memory < none.peak_memory);
+
+  // Only torchtitan's, at least every 2nd layer, and exported as its selective_ac_option.
+  Workload megatron = workload();
+  CHECK_THROWS_AS(validate_layout(m, l, megatron, 16), LayoutError);
+  Layout one = l;
+  one.recompute_every = 1;
+  CHECK_THROWS_AS(validate_layout(m, one, w, 16), LayoutError);
+  Scenario s;
+  s.model = m;
+  s.model_name = "llama3-8b";
+  s.hardware = hw;
+  s.hardware_name = "h100-sxm-80g";
+  s.gpus = 16;
+  s.work = w;
+  s.layout = l;
+  s.layout.zero = 3;  // torchtitan runs pp with FSDP
+  const std::string toml = export_torchtitan(s);
+  CHECK(toml.find("mode = \"selective\"") != std::string::npos);
+  CHECK(toml.find("selective_ac_option = \"3\"") != std::string::npos);
+  CHECK_THROWS(export_megatron(s));
+  CHECK_THROWS(export_deepspeed(s));
+
+  // The planner tries it for torchtitan, lightest (every 8th) first, and for no other framework.
+  SearchOptions o;
+  restrict_to_framework(o, Framework::Torchtitan);
+  std::vector<int> everies;
+  for (const RecomputePolicy& p2 : recompute_policies(m, o))
+    if (p2.every > 0) everies.push_back(p2.every);
+  CHECK(everies == std::vector<int>{8, 6, 4, 3, 2});
+  SearchOptions mo;
+  restrict_to_framework(mo, Framework::Megatron);
+  for (const RecomputePolicy& p2 : recompute_policies(m, mo)) CHECK(p2.every == 0);
+}

@@ -74,7 +74,7 @@ TEST_CASE("memory never shrinks with a larger micro-batch or with sp off (the ru
   for (const Case& c : kCases) {
     const auto [m, hw, w, layouts] = space_of(c);  // sp off is searched too (SearchOptions::sp_off)
     int pairs = 0, sp_pairs = 0;
-    const size_t stride = std::max<size_t>(1, layouts.size() / 300);
+    const size_t stride = std::max<size_t>(1, layouts.size() / 400);
     for (size_t i = 0; i < layouts.size(); i += stride) {
       const Layout& l = layouts[i];
       INFO(std::string(c.model) << " " << c.gpus << " GPUs: " << describe(l));
@@ -102,7 +102,7 @@ TEST_CASE("a stage that runs the same work as the one before it never holds more
   int pairs = 0, interleaved = 0, zero_bubble = 0;
   for (const Case& c : kCases) {
     const auto [m, hw, w, layouts] = space_of(c);
-    const size_t stride = std::max<size_t>(1, layouts.size() / 300);
+    const size_t stride = std::max<size_t>(1, layouts.size() / 400);
     for (size_t i = 0; i < layouts.size(); i += stride) {
       const Layout& l = layouts[i];
       if (l.pp < 3) continue;

@@ -18,6 +18,7 @@ Layout every_field_set() {
   l.recompute = Recompute::Selective;
   l.recompute_modules = parse_recompute_modules("core_attn,mlp");
   l.recompute_num_layers = 2;  // (valid only under full recompute: this layout is for the fields, not priced)
+  l.recompute_every = 3;
   l.dp_overlap = DpOverlap::PerLayer;
   l.bucket_bytes = 64.0 * 1024 * 1024;
   l.tp_overlap = true;

@@ -327,3 +327,28 @@ TEST_CASE("an unstated recompute may be Megatron's block recompute where it exis
   CHECK(rep.rows[1].scenario.layout.recompute_num_layers == 0);
   CHECK(rep.rows[2].scenario.layout.recompute_num_layers == 0);  // not DeepSpeed's
 }
+
+TEST_CASE("an unstated torchtitan recompute may checkpoint every k-th layer: the largest k that fits") {
+  // Llama-3-8B on 8 H100, seq 2048, local batch 5, FSDP: op-level checkpointing does not fit,
+  // every layer recomputed does, and so does every 3rd (not every 4th).
+  const std::string row = ",a,32,4096,14336,32,8,128256,2048,,,,h100-sxm-80g,8,8,8,1,1,1,1,1,0,3,5,,";
+  const ValidationReport rep = run("E1" + row + ",bf16,,,,1000,,,,torchtitan,2024-12,flash,1,0\n" +
+                                   "E2" + row + "full,bf16,,,,1000,,,,torchtitan,2024-12,flash,1,0\n" +
+                                   "E3" + row.substr(0, row.size() - 1) + "40,,bf16,,,,1000,,,,llm-foundry,2024-12,flash,1,0\n");
+  REQUIRE(rep.rows.size() == 3);
+  for (const RowResult& r : rep.rows) REQUIRE_MESSAGE(r.scored, r.id << ": " << r.skip_reason);
+  const Layout& l = rep.rows[0].scenario.layout;
+  CHECK(rep.rows[0].predicted_to_fit);
+  CHECK(l.recompute == Recompute::Full);
+  CHECK(l.recompute_every == 3);
+  CHECK(filled(rep.rows[0], "recompute=full (every k-th layer, recompute_every=3)"));
+  const Scenario& s = rep.rows[0].scenario;
+  Layout lighter = l;
+  lighter.recompute_every = 4;
+  const Prediction p = predict(s.model, s.hardware, s.work, lighter);
+  Bytes needed = 0;
+  for (const MemoryBreakdown& m : p.stage_memory) needed = std::max(needed, m.allocated() + m.outside_allocator);
+  CHECK(needed > s.hardware.memory_capacity);
+  CHECK(rep.rows[1].scenario.layout.recompute_every == 0);  // a stated "full" is every layer
+  CHECK(rep.rows[2].scenario.layout.recompute_every == 0);  // Composer has no every-k option
+}

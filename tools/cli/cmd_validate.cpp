@@ -68,7 +68,10 @@ struct ValidateCommand {
                            std::to_string(s.layout.pp) + (s.layout.cp > 1 ? " cp" + std::to_string(s.layout.cp) : "") +
                            (s.layout.ep > 1 ? " ep" + std::to_string(s.layout.ep) : "") + " z" + std::to_string(s.layout.zero) +
                            " mbs" + std::to_string(s.layout.micro_batch) + " " + to_string(s.layout.recompute) +
-                           (s.layout.block_recompute() ? "(block " + std::to_string(s.layout.recompute_num_layers) + ")" : "");
+                           (s.layout.block_recompute() ? "(block " + std::to_string(s.layout.recompute_num_layers) + ")" : "") +
+                           (s.layout.partial_recompute() && s.layout.recompute_every > 0
+                                ? "(every " + std::to_string(s.layout.recompute_every) + ")"
+                                : "");
       bool first = true;
       for (const auto& [metric, measured] : row.measured) {
         std::snprintf(line, sizeof line, "%-8s %-18s %-34s %-14s %12.4g %12.4g %+8.1f%%%s\n", first ? row.id.c_str() : "",

@@ -171,6 +171,12 @@ Scenario ScenarioFlags::resolve(bool with_layout) const {
         throw UsageError("--recompute-num-layers needs --recompute full (got " + recompute + ")");
       l.recompute = Recompute::Full;
     }
+    // torchtitan's every-k-th layer checkpointing checkpoints whole blocks: full recompute of some.
+    if (given("recompute_every") && l.recompute_every > 0) {
+      if (given("recompute") && l.recompute != Recompute::Full && recompute != "selective")
+        throw UsageError("--recompute-every needs --recompute full (got " + recompute + ")");
+      l.recompute = Recompute::Full;
+    }
   }
   // Degrees are at most kGpus each: their product fits in 64 bits.
   const long long model_parallel = l.model_parallel();
