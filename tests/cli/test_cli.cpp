@@ -560,4 +560,16 @@ TEST_CASE("--recompute-every: torchtitan's every k-th layer checkpointing on the
   CHECK(contains(r.output, "is torchtitan's"));
   r = run_sixfold(base + "--framework torchtitan --recompute-every 2");
   CHECK(contains(r.output, "recompute=full(every 2)"));
+  r = run_sixfold(base + "--framework torchtitan --recompute-every 1");
+  CHECK(r.code == 2);
+  CHECK(contains(r.output, "k at least 2"));
+  r = run_sixfold(base + "--framework torchtitan --recompute selective-op --recompute-every 2");
+  CHECK(r.code == 2);
+  CHECK(contains(r.output, "needs --recompute full"));
+  const std::string plan = write_temp("plan-every.yaml",
+                                      "schema_version: 1\nmodel: llama3-8b\nhardware: h100-sxm-80g\ngpus: 8\n"
+                                      "workload: {seq: 4096, global_batch: 16}\nlayout: {dp: 8, recompute: full, recompute_every: two}\n");
+  r = run_sixfold("predict --plan " + plan);
+  CHECK(r.code == 1);
+  CHECK(contains(r.output, "plan-every.yaml:6: field 'layout.recompute_every': 'two' is not a whole number"));
 }
