@@ -888,13 +888,11 @@ bool same_stage_work(const StageProgram& a, const StageProgram& b) {
 LayerRuns layer_runs(const StepProgram& prog, const StageProgram& st) {
   LayerRuns r;
   const ProgramParts& p = *prog.parts;
-  auto add = [&](const LayerProgram& lp, int layers, const char* part) {
-    if (layers > 0) r.runs[size_t(r.n++)] = {&lp, layers, part};
-  };
-  add(p.dense, st.dense_layers - st.kept_dense_layers, "dense");
-  add(p.moe, st.moe_layers - st.kept_moe_layers, "moe");
-  add(p.dense_kept, st.kept_dense_layers, "dense_kept");
-  add(p.moe_kept, st.kept_moe_layers, "moe_kept");
+  const int layers[ProgramParts::kLayerKinds] = {st.dense_layers - st.kept_dense_layers, st.moe_layers - st.kept_moe_layers,
+                                                 st.kept_dense_layers, st.kept_moe_layers};
+  const char* parts[ProgramParts::kLayerKinds] = {"dense", "moe", "dense_kept", "moe_kept"};
+  for (size_t k = 0; k < ProgramParts::kLayerKinds; ++k)
+    if (layers[k] > 0) r.runs[size_t(r.n++)] = {&p.layer(k), layers[k], k, parts[k]};
   return r;
 }
 

@@ -116,6 +116,12 @@ struct ProgramParts {
   LayerProgram dense, moe;
   // Under partial recompute, the same layers without recompute (their activations kept).
   LayerProgram dense_kept, moe_kept;
+  // The four layer programs by kind (LayerRun::kind): dense, moe, dense_kept, moe_kept.
+  static constexpr size_t kLayerKinds = 4;
+  const LayerProgram& layer(size_t kind) const {
+    const LayerProgram* all[kLayerKinds] = {&dense, &moe, &dense_kept, &moe_kept};
+    return *all[kind];
+  }
   std::array<std::optional<StageEdges>, 4> edges;
   static size_t edge_index(bool first, bool last) { return size_t(first) + 2 * size_t(last); }
 };
@@ -137,6 +143,7 @@ struct StepProgram {
 struct LayerRun {
   const LayerProgram* program = nullptr;
   int layers = 0;
+  size_t kind = 0;        // ProgramParts::layer(kind) is `program`
   const char* part = "";  // op ids' part: "dense", "moe", "dense_kept", "moe_kept"
 };
 struct LayerRuns {

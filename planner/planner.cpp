@@ -191,10 +191,8 @@ void search_mesh(const PlanRequest& rq, Bytes budget, const Mesh& mesh, ShapeCac
         // k-th layer with k above a rank's layers recomputes nothing: each tried on its own.
         auto whole_chunks = [&](size_t i) {
           if (k.recompute_num_layers == 0 && k.recompute_every == 0) return false;
-          const Layout l = make_layout(mesh, k, vs[i]);
-          if (k.recompute_every > 0) return fully_recomputed_layers(rq.model, l) == 0;
-          const std::vector<int> chunks = virtual_stage_layer_counts(rq.model, l);
-          return k.recompute_num_layers >= *std::max_element(chunks.begin(), chunks.end());
+          const int recomputed = fully_recomputed_layers(rq.model, make_layout(mesh, k, vs[i]));
+          return recomputed == 0 || recomputed == rq.model.layers;
         };
         auto decided = [&](size_t i) -> const char* {
           if (lighter_fits[i]) return "recompute not needed (a lighter policy fits)";

@@ -54,22 +54,13 @@ StepFlops step_flops(const ModelSpec& m, const Workload& w, Recompute recompute,
   return f;
 }
 
-LayerListCosts layer_list_costs(const ModelSpec& model, const OpPricer& pricer, const Layout& l, const StepProgram& prog) {
+LayerListCosts layer_list_costs(const ModelSpec&, const OpPricer& pricer, const Layout& l, const StepProgram& prog) {
   LayerListCosts c;
-  c.dense_forward = price_op_list(prog.dense_layer().forward, 0, pricer, l.tp_overlap);
-  c.dense_backward = price_op_list(prog.dense_layer().backward, prog.dense_layer().recompute_ops, pricer, l.tp_overlap);
-  if (model.moe.enabled()) {
-    c.moe_forward = price_op_list(prog.moe_layer().forward, 0, pricer, l.tp_overlap);
-    c.moe_backward = price_op_list(prog.moe_layer().backward, prog.moe_layer().recompute_ops, pricer, l.tp_overlap);
-  }
-  if (l.partial_recompute()) {
-    const ProgramParts& p = *prog.parts;
-    c.dense_kept_forward = price_op_list(p.dense_kept.forward, 0, pricer, l.tp_overlap);
-    c.dense_kept_backward = price_op_list(p.dense_kept.backward, p.dense_kept.recompute_ops, pricer, l.tp_overlap);
-    if (model.moe.enabled()) {
-      c.moe_kept_forward = price_op_list(p.moe_kept.forward, 0, pricer, l.tp_overlap);
-      c.moe_kept_backward = price_op_list(p.moe_kept.backward, p.moe_kept.recompute_ops, pricer, l.tp_overlap);
-    }
+  for (size_t k = 0; k < ProgramParts::kLayerKinds; ++k) {
+    const LayerProgram& lp = prog.parts->layer(k);
+    if (lp.forward.empty()) continue;  // no MoE layers, or no partial recompute
+    c.forward[k] = price_op_list(lp.forward, 0, pricer, l.tp_overlap);
+    c.backward[k] = price_op_list(lp.backward, lp.recompute_ops, pricer, l.tp_overlap);
   }
   return c;
 }
@@ -118,15 +109,10 @@ std::vector<StageOps> stage_ops(const StepProgram& prog, const LayerOpCosts& lay
       continue;
     }
     StageOps o;
-    const int dense = st.dense_layers - st.kept_dense_layers, moe = st.moe_layers - st.kept_moe_layers;
-    o.forward.add(layers.dense_forward, dense);
-    o.backward.add(layers.dense_backward, dense);
-    o.forward.add(layers.moe_forward, moe);
-    o.backward.add(layers.moe_backward, moe);
-    o.forward.add(layers.dense_kept_forward, st.kept_dense_layers);
-    o.backward.add(layers.dense_kept_backward, st.kept_dense_layers);
-    o.forward.add(layers.moe_kept_forward, st.kept_moe_layers);
-    o.backward.add(layers.moe_kept_backward, st.kept_moe_layers);
+    for (const LayerRun& run : layer_runs(prog, st)) {
+      o.forward.add(layers.forward[run.kind], run.layers);
+      o.backward.add(layers.backward[run.kind], run.layers);
+    }
     const LayerOpCosts::Edges& edges = layers.edges(st);
     o.forward.add(edges.pre_forward, 1);
     o.forward.add(edges.post_forward, 1);

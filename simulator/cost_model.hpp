@@ -96,9 +96,9 @@ std::vector<StageTime> stage_times(const ModelSpec& model, const HardwareProfile
 // embedding and head op lists. They depend on the program and the layout's groups only, not on its ZeRO stage, DP overlap or schedule: the planner
 // prices them once per program and hands them to every variant's stage_times.
 struct LayerListCosts {
-  OpListCost dense_forward, dense_backward, moe_forward, moe_backward;
-  // Under block recompute, the layers that keep their activations (ProgramParts::dense_kept).
-  OpListCost dense_kept_forward, dense_kept_backward, moe_kept_forward, moe_kept_backward;
+  // By layer kind (ProgramParts::layer, LayerRun::kind): dense, MoE and, under partial recompute,
+  // their twins that keep their activations. A kind the program lacks stays empty.
+  std::array<OpListCost, ProgramParts::kLayerKinds> forward, backward;
 };
 struct LayerOpCosts : LayerListCosts {
   // A stage's embedding (pre) and head/loss/MTP (post) op lists, forward and backward; they

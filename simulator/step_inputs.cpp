@@ -36,15 +36,10 @@ PipelineInputs pipeline_inputs(const ModelSpec& model, const HardwareProfile& hw
                                const Layout& l, const StepProgram& prog) {
   const OpPricer pricer = OpPricer::of(hw, l, work);
   const bool split = splits_weight_grad(l.schedule);
-  // Each layer program once (dense, MoE and, under block recompute, their kept twins).
-  const ProgramParts& parts = *prog.parts;
-  const std::array<const LayerProgram*, 4> programs = {&parts.dense, &parts.moe, &parts.dense_kept, &parts.moe_kept};
-  std::array<LayerCosts, 4> priced;
-  for (size_t i = 0; i < programs.size(); ++i)
-    if (!programs[i]->forward.empty()) priced[i] = price_layer(*programs[i], pricer, l.tp_overlap, split);
-  const auto costs_of = [&](const LayerProgram* lp) -> const LayerCosts& {
-    return priced[size_t(std::find(programs.begin(), programs.end(), lp) - programs.begin())];
-  };
+  // Each layer program once, by kind (dense, MoE and, under partial recompute, their kept twins).
+  std::array<LayerCosts, ProgramParts::kLayerKinds> priced;
+  for (size_t k = 0; k < priced.size(); ++k)
+    if (!prog.parts->layer(k).forward.empty()) priced[k] = price_layer(prog.parts->layer(k), pricer, l.tp_overlap, split);
   // The optimizer and the memory come from the closed-form model: the simulator changes when
   // things happen, not what they cost.
   const std::vector<StageTime> closed = stage_times(model, hw, work, l, prog);
@@ -92,7 +87,7 @@ PipelineInputs pipeline_inputs(const ModelSpec& model, const HardwareProfile& hw
       Bytes saved = 0;
       for (const LayerRun& run : layer_runs(prog, st)) {
         const double layers = double(run.layers) / v;  // a chunk holds 1/v of each
-        const LayerCosts& c = costs_of(run.program);
+        const LayerCosts& c = priced[run.kind];
         ch.forward.add(c.forward, layers);
         ch.backward.add(c.backward, layers);
         ch.weight_grad.add(c.weight_grad, layers);

@@ -17,7 +17,7 @@ constexpr double kInitStd = 0.02;  // GPT-2 / Megatron init_method_std
 
 template <class T>
 TransformerLayer<T>::TransformerLayer(const ExecContext& ctx, int layer, std::uint64_t seed, bool kept)
-    : layer_(layer), kept_(kept), policy_(kept ? Recompute::None : ctx.layout->recompute) {
+    : layer_(layer), kept_(kept) {
   const ModelSpec& m = *ctx.model;
   const int tp_rank = ctx.groups->me.tp;
   moe_ = m.is_moe_layer(layer);
@@ -186,7 +186,7 @@ void TransformerLayer<T>::forward(const ExecContext& ctx, const T* x, T* out, La
   ctx.acquire_weights(experts_.get());
   s.x.reset(ctx.memory(), MemoryCategory::Activations, ctx.rows_residual * ctx.hidden);
   ctx.copy(s.x.data(), x, s.x.size());
-  const Recompute policy = policy_;
+  const Recompute policy = this->policy(ctx);
   // Tensors that outlive the forward are activations; those the recompute policy drops (all but
   // the input under full, the log-sum-exp under selective) are transient buffers.
   const auto Bf = MemoryCategory::Buffers;
@@ -313,7 +313,7 @@ void TransformerLayer<T>::backward(const ExecContext& ctx, const T* dout, T* dx,
   // under full recompute (everything but the input was dropped), the core attention alone under
   // selective.
   TrackedBuffer<T> discard(mem, Bf, s.complete ? 0 : ctx.rows_residual * ctx.hidden);
-  const Recompute policy = policy_;
+  const Recompute policy = this->policy(ctx);
   Forward f(ctx, list, s, discard.data(), policy == Recompute::Full ? Bf : MemoryCategory::Activations, Bf);
   // The backward's TP collectives, where the list has them (tp > 1): the exits' (SP: the output
   // gradient's all-gather; none without SP) and the entries' (SP: reduce-scatter; all-reduce

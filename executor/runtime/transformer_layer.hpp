@@ -76,7 +76,8 @@ class TransformerLayer {
   int layer_;
   bool moe_ = false, swiglu_ = true, layernorm_ = false;
   bool kept_ = false;
-  Recompute policy_ = Recompute::None;  // the layout's, or none for a layer block recompute keeps
+  // The layout's recompute policy, or none for a layer partial recompute keeps.
+  Recompute policy(const ExecContext& ctx) const { return kept_ ? Recompute::None : ctx.layout->recompute; }
   std::unique_ptr<ParamGroup<T>> params_, experts_;
   int norm1_w_ = -1, norm1_b_ = -1, wq_ = -1, wk_ = -1, wv_ = -1, wo_ = -1, norm2_w_ = -1, norm2_b_ = -1;
   int w_gate_ = -1, w_up_ = -1, w_down_ = -1, router_ = -1;
