@@ -5,6 +5,7 @@
 #include "common/error.hpp"
 #include "common/parse.hpp"
 #include "models/layout_fields.hpp"
+#include "models/pipeline_layout.hpp"
 
 namespace sixfold {
 
@@ -20,7 +21,7 @@ std::vector<int> stage_layer_counts(const ModelSpec& m, const Layout& l) {
     counts[0] = m.layers;
     return counts;
   }
-  if (l.accounts_pipeline_split()) {  // a stage holds its virtual stages (index chunk * pp + stage)
+  if (l.accounts_pipeline_split() || !l.pipeline_layout.empty()) {  // a stage holds its virtual stages (chunk * pp + stage)
     const std::vector<int> chunks = virtual_stage_layer_counts(m, l);
     for (size_t i = 0; i < chunks.size(); ++i) counts[i % l.pp] += chunks[i];
     return counts;
@@ -42,6 +43,14 @@ std::vector<int> stage_layer_counts(const ModelSpec& m, const Layout& l) {
 
 std::vector<int> virtual_stage_layer_counts(const ModelSpec& m, const Layout& l) {
   const int p = l.pp, v = l.virtual_stages();
+  if (!l.pipeline_layout.empty()) {
+    std::vector<int> out;
+    for (const PipelineStagePart& part : parse_pipeline_layout(l.pipeline_layout, "pipeline_model_parallel_layout"))
+      out.push_back(part.layers);
+    // A layout of another stage count is refused by validate_layout; sized here for its callers.
+    out.resize(size_t(p) * size_t(v), 0);
+    return out;
+  }
   if (l.accounts_pipeline_split()) {
     const int e = l.embedding_in_pipeline_split, lo = l.loss_in_pipeline_split;
     std::vector<int> out(p * v, (m.layers + e + lo) / (p * v));
@@ -74,6 +83,14 @@ int fully_recomputed_layers(const ModelSpec& m, const Layout& l) {
   for (size_t c = 0; c < chunks.size(); ++c)
     for (int i = 0; i < chunks[c]; ++i) n += !keeps_activations(chunks, l, int(c), i);
   return n;
+}
+
+void take_vpp_from_pipeline_layout(Layout& l) {
+  if (l.pipeline_layout.empty() || l.pp < 1) return;
+  const int stages = int(parse_pipeline_layout(l.pipeline_layout, "pipeline_model_parallel_layout").size());
+  if (stages % l.pp != 0 || stages / l.pp < 1) return;
+  l.vpp = stages / l.pp;
+  if (l.vpp > 1) l.schedule = Schedule::Interleaved;
 }
 
 void validate_layout(const ModelSpec& m, const Layout& l, const Workload& w, int gpus) {
@@ -170,6 +187,38 @@ void validate_layout(const ModelSpec& m, const Layout& l, const Workload& w, int
          "uneven stages leave at least one layer per stage",
          "first " + s(l.first_stage_layers) + ", last " + s(l.last_stage_layers) + ", layers " + s(m.layers));
   }
+  if (!l.pipeline_layout.empty()) {
+    const std::vector<PipelineStagePart> stages = parse_pipeline_layout(l.pipeline_layout, "pipeline_model_parallel_layout");
+    const int want = l.pp * l.virtual_stages();
+    need(w.framework == Framework::Megatron, "the custom pipeline layout is Megatron's",
+         "--pipeline-layout with framework " + to_string(w.framework));
+    need(l.pp > 1, "a pipeline layout needs pp > 1", "pp=1");
+    need(int(stages.size()) == want, "a pipeline layout has pp x vpp stages",
+         "'" + l.pipeline_layout + "' has " + s(int(stages.size())) + " stages, pp=" + s(l.pp) + " x vpp=" +
+             s(l.virtual_stages()) + " is " + s(want) +
+             (int(stages.size()) % l.pp == 0 ? " (vpp " + s(int(stages.size()) / l.pp) + " fits it)" : ""));
+    need(!l.accounts_pipeline_split() && l.first_stage_layers == 0 && l.last_stage_layers == 0,
+         "a pipeline layout excludes the other uneven-split options",
+         "--pipeline-layout with --first/last-stage-layers or --account-for-embedding/loss-in-pipeline-split");
+    int layers = 0, mtp = 0, embeddings = 0, losses = 0;
+    for (const PipelineStagePart& p : stages) {
+      layers += p.layers;
+      mtp += p.mtp;
+      embeddings += p.embedding;
+      losses += p.loss;
+    }
+    need(layers == m.layers, "a pipeline layout places every transformer layer once",
+         "'" + l.pipeline_layout + "' has " + s(layers) + " 't', the model " + s(m.layers) + " layers");
+    need(embeddings == 1 && stages.front().embedding, "a pipeline layout has the embedding 'E' in its first stage",
+         "'" + l.pipeline_layout + "'");
+    need(losses == 1 && stages.back().loss, "a pipeline layout has the loss 'L' in its last stage",
+         "'" + l.pipeline_layout + "'");
+    // sixfold builds the MTP layers with the output head on the last stage (step_program.cpp).
+    need(mtp == w.mtp_layers && stages.back().mtp == mtp,
+         "a pipeline layout has the MTP layers 'm' (--mtp-num-layers) in its last stage",
+         "'" + l.pipeline_layout + "' has " + s(mtp) + " 'm'" + (mtp > stages.back().mtp ? " outside the last stage" : "") +
+             ", mtp layers " + s(w.mtp_layers));
+  }
   if (l.accounts_pipeline_split()) {
     const int units = m.layers + l.embedding_in_pipeline_split + l.loss_in_pipeline_split;
     need(w.framework == Framework::Megatron, "the embedding/loss pipeline split is Megatron's",
@@ -187,7 +236,7 @@ void validate_layout(const ModelSpec& m, const Layout& l, const Workload& w, int
     // Megatron needs equal virtual stages (the embedding/loss split's one-fewer first and last are
     // checked above); torchtitan splits the layers into pp x vpp stages as evenly as it can
     // (generate_split_points), so only needs a layer for each.
-    if (!l.accounts_pipeline_split())
+    if (!l.accounts_pipeline_split() && l.pipeline_layout.empty())
       for (int c : stage_layer_counts(m, l)) {
         if (w.framework == Framework::Torchtitan)
           need(c >= l.vpp, "vpp at most the layers per stage", "vpp=" + s(l.vpp) + ", a stage has " + s(c) + " layers");

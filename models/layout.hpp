@@ -207,6 +207,9 @@ struct Layout {
   bool embedding_in_pipeline_split = false;
   bool loss_in_pipeline_split = false;
   bool accounts_pipeline_split() const { return embedding_in_pipeline_split || loss_in_pipeline_split; }
+  // Megatron's --pipeline-model-parallel-layout text (models/pipeline_layout.hpp): the transformer
+  // layers, embedding, MTP layers and loss of every virtual stage, any split at all; "": none.
+  std::string pipeline_layout;
 
   int gpus() const { return dp * tp * pp * cp; }
   Count model_parallel() const { return Count(tp) * pp * cp; }  // GPUs of one data-parallel replica
@@ -285,6 +288,11 @@ int fully_recomputed_layers(const ModelSpec& model, const Layout& layout);
 // order: virtual stage c of rank s is chunk c * pp + s; `chunks`: virtual_stage_layer_counts) keeps
 // its activations. The one copy of Megatron's block rule and torchtitan's every-k-th rule.
 bool keeps_activations(const std::vector<int>& chunks, const Layout& layout, int chunk, int index);
+
+// Megatron derives the virtual stages per rank from a custom pipeline layout (its stage count over
+// pp): where the layout is set and vpp was not given, vpp and the interleaved schedule follow it.
+// A layout whose stages pp does not divide is left to validate_layout's message.
+void take_vpp_from_pipeline_layout(Layout& layout);
 
 // Throws LayoutError naming the violated constraint ("dp*tp*pp*cp = gpus", "tp divides heads",
 // "ep*etp divides tp*cp*dp", "global batch divisible by dp*micro-batch", "vpp divides layers per

@@ -5,6 +5,7 @@
 
 #include "common/error.hpp"
 #include "common/parse.hpp"
+#include "models/pipeline_layout.hpp"
 
 namespace sixfold {
 
@@ -168,6 +169,19 @@ std::vector<LayoutField> make_fields() {
        [](const Layout& l) { return !l.loss_in_pipeline_split; },
        [](const Layout& l) { return l.embedding_in_pipeline_split ? std::string() : pp_split(l); },
        "--account-for-loss-in-pipeline-split", "the loss takes a layer's place in the last virtual stage (Megatron's flag)"},
+      {"pipeline_model_parallel_layout", nullptr, nullptr, FieldType::Text, 0, 0,
+       "a Megatron pipeline layout such as \"Et*3|(tt|)*29,m|L\"",
+       [](Layout& l, const std::string& t, const std::string& w) {
+         const std::string text = trim(t);
+         if (!text.empty()) parse_pipeline_layout(text, w);  // the syntax, here; the counts in validate_layout
+         l.pipeline_layout = text;
+       },
+       nullptr, [](const Layout& l) { return l.pipeline_layout; }, [](const Layout& l) { return l.pipeline_layout.empty(); },
+       [](const Layout& l) { return l.pipeline_layout.empty() ? std::string() : "pp-layout=" + l.pipeline_layout; },
+       "--pipeline-model-parallel-layout",
+       "Megatron's custom pipeline layout: what each virtual stage builds, stages split by '|', E embedding, t "
+       "transformer layer, m MTP layer, L loss, X*n and (...)*n repeat, e.g. \"Et*3|(tt|)*29,m|L\" (pp x vpp "
+       "stages; sets vpp when --vpp is not given)"},
   };
 }
 #undef SIXFOLD_DEGREE

@@ -148,7 +148,10 @@ std::string export_megatron(const Scenario& s) {
   flag("--pipeline-model-parallel-size", n(l.pp));
   if (l.embedding_in_pipeline_split) flag("--account-for-embedding-in-pipeline-split");
   if (l.loss_in_pipeline_split) flag("--account-for-loss-in-pipeline-split");
-  if (l.schedule == Schedule::Interleaved) {
+  if (!l.pipeline_layout.empty()) {
+    // Megatron derives the virtual stages per rank from the layout (its stage count over pp).
+    flag("--pipeline-model-parallel-layout", "'" + l.pipeline_layout + "'");
+  } else if (l.schedule == Schedule::Interleaved) {
     // With the embedding/loss in the split, Megatron derives each virtual stage's layers itself.
     if (l.accounts_pipeline_split()) {
       flag("--num-virtual-stages-per-pipeline-rank", n(l.vpp));
@@ -291,6 +294,9 @@ std::string export_torchtitan(const Scenario& s) {
   if (s.work.bf16_adam_moments) refuse("torchtitan", "bf16 Adam moments (torch.optim.AdamW keeps them in the parameters' fp32)");
   if (s.work.fp8_activation_input_store) refuse("torchtitan", "the SwiGLU's fp8 input store (Megatron-Core's activation_func_fp8_input_store)");
   if (s.work.mtp_layers > 0) refuse("torchtitan", "multi-token prediction (Megatron's --mtp-num-layers)");
+  if (!l.pipeline_layout.empty())
+    refuse("torchtitan", "Megatron's custom pipeline layout (--pipeline-model-parallel-layout; torchtitan splits the "
+                         "layers itself or at pipeline_parallel_split_points)");
   std::ostringstream o;
   o << "# torchtitan job config for " << s.model.name << " on " << s.gpus << " GPUs (sixfold plan)\n";
   // torchtitan builds a model from a registered name and flavor (torchtitan/models/*/__init__.py).

@@ -1,5 +1,7 @@
 #include "simulator/fit/validation.hpp"
 
+#include "models/pipeline_layout.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -7,6 +9,7 @@
 
 #include "common/error.hpp"
 #include "models/model_zoo.hpp"
+#include "models/pipeline_layout.hpp"
 #include "simulator/fit/run_facts.hpp"
 
 namespace sixfold {
@@ -174,11 +177,13 @@ namespace {
 // and the loss taking a layer's place (--account-for-embedding/loss-in-pipeline-split; NeMo's
 // Llama 3.1 405B and Qwen3-235B recipes; Llama 3's own pipeline, which "reduces one Transformer
 // layer each from the first and the last stages", arXiv 2407.21783 3.3.2): the only reading of
-// such a layout, stated or filled.
+// such a layout, stated or filled. Where that does not divide either, Megatron needs a custom
+// layout (--pipeline-model-parallel-layout): the one its DeepSeek-V3 recipes write, every virtual
+// stage in order taking ceil(layers / stages) (front_loaded_pipeline_layout).
 void split_pipeline_like_megatron(Layout& l, const ModelSpec& m, Framework framework) {
-  if (framework == Framework::Megatron && l.vpp > 1 && m.layers % (l.pp * l.vpp) != 0 &&
-      (m.layers + 2) % (l.pp * l.vpp) == 0)
-    l.embedding_in_pipeline_split = l.loss_in_pipeline_split = true;
+  if (framework != Framework::Megatron || l.vpp <= 1 || m.layers % (l.pp * l.vpp) == 0) return;
+  l.embedding_in_pipeline_split = l.loss_in_pipeline_split = (m.layers + 2) % (l.pp * l.vpp) == 0;
+  if (!l.accounts_pipeline_split()) l.pipeline_layout = front_loaded_pipeline_layout(m.layers, l.pp * l.vpp);
 }
 }  // namespace
 
@@ -472,6 +477,7 @@ ValidationReport validate_runs(const CsvTable& t, const ValidationOptions& opt) 
       if (run.filled_compile) row.filled.push_back("compile=off");
       if (split_local_batch) row.filled.push_back("pipeline_micro_batches=" + std::to_string(best_layout.pp));
       if (best_layout.accounts_pipeline_split()) row.filled.push_back("pipeline_split=embedding,loss");
+      if (!best_layout.pipeline_layout.empty()) row.filled.push_back("pipeline_layout=" + best_layout.pipeline_layout);
       if (vpp_filled) row.filled.push_back("vpp=" + std::to_string(best_layout.vpp));
       if (zero_filled) row.filled.push_back("zero=" + std::to_string(best_layout.zero));
       if (best_layout.recompute == Recompute::Selective && rc == "selective" && best_layout.recompute_modules != 0)

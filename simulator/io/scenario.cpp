@@ -62,6 +62,7 @@ Layout parse_layout(const YamlDoc& doc, const YAML::Node& n) {
   }
   // An interleaved schedule is what a vpp above 1 means unless the file says otherwise.
   if (!n["schedule"] && l.vpp > 1) l.schedule = Schedule::Interleaved;
+  if (!n["schedule"] && !n["vpp"]) take_vpp_from_pipeline_layout(l);
   return l;
 }
 

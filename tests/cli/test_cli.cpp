@@ -573,3 +573,60 @@ TEST_CASE("--recompute-every: torchtitan's every k-th layer checkpointing on the
   CHECK(r.code == 1);
   CHECK(contains(r.output, "plan-every.yaml:6: field 'layout.recompute_every': 'two' is not a whole number"));
 }
+
+TEST_CASE("--pipeline-model-parallel-layout: Megatron's custom layout sets vpp, prices, exports, and bad text is refused") {
+  // DeepSeek-V3's 61 layers on pp 8 x vpp 2 (Megatron-LM examples/moe_recipes, without the MTP).
+  const std::string base = "predict --model deepseek-v3 --hardware h800-sxm-80g --gpus 256 --pp 8 --ep 32 --seq 4096 "
+                           "--global-batch 512 --dtype fp8 --recompute full ";
+  Result r = run_sixfold(base + "--pipeline-model-parallel-layout 'Et*4|(tttt|)*14,tL' --json");
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(r.output);
+  CHECK(j["layout"]["vpp"] == 2);
+  CHECK(j["layout"]["schedule"] == "interleaved");
+  CHECK(j["layout"]["pipeline_model_parallel_layout"] == "Et*4|(tttt|)*14,tL");
+  CHECK(j["stages"].size() == 8);
+  // The same split written out stage by stage prices the same.
+  std::string flat = "Etttt";
+  for (int i = 0; i < 14; ++i) flat += "|tttt";
+  flat += "|tL";
+  r = run_sixfold(base + "--pipeline-model-parallel-layout '" + flat + "' --json");
+  REQUIRE(r.code == 0);
+  CHECK(nlohmann::json::parse(r.output)["prediction"]["step_time_s"] == j["prediction"]["step_time_s"]);
+  r = run_sixfold(base + "--pipeline-model-parallel-layout 'Et*4|(tttt|)*14,tL'");
+  CHECK(contains(r.output, "pp-layout=Et*4|(tttt|)*14,tL"));
+  // Bad text: exit 2, the flag, the text and the position.
+  r = run_sixfold(base + "--pipeline-model-parallel-layout 'Et*4|(tttt|)*14,tX'");
+  CHECK(r.code == 2);
+  CHECK(contains(r.output, "--pipeline-model-parallel-layout: 'Et*4|(tttt|)*14,tX' at character 18: 'X' is not a layout symbol"));
+  r = run_sixfold(base + "--pipeline-model-parallel-layout 'Et*4|(tttt|)*14,ttL'");
+  CHECK(r.code == 2);
+  CHECK(contains(r.output, "places every transformer layer once"));
+  r = run_sixfold(base + "--vpp 4 --pipeline-model-parallel-layout 'Et*4|(tttt|)*14,tL'");
+  CHECK(r.code == 2);
+  CHECK(contains(r.output, "has 16 stages, pp=8 x vpp=4 is 32 (vpp 2 fits it)"));
+  r = run_sixfold(base + "--pipeline-model-parallel-layout 'Et*4|(tttt|)*14,tL' --framework torchtitan --zero 3");
+  CHECK(r.code == 2);
+  CHECK(contains(r.output, "the custom pipeline layout is Megatron's"));
+  // Held against the planner's choice with --compare (the layout's commas stay in its value).
+  r = run_sixfold("plan --model deepseek-v3 --hardware h800-sxm-80g --gpus 256 --seq 4096 --global-batch 512 --dtype fp8 "
+                  "--compare 'tp=1,pp=8,ep=32,recompute=full,pipeline_model_parallel_layout=Et*4|(tttt|)*14,tL'");
+  CHECK(r.code == 0);
+  CHECK(contains(r.output, "pp-layout=Et*4|(tttt|)*14,tL"));
+  // A plan file keeps it, and a bad one names the file and line.
+  const std::string plan = write_temp("layout-plan.yaml",
+                                      "schema_version: 1\nmodel: deepseek-v3\nhardware: h800-sxm-80g\ngpus: 256\n"
+                                      "workload: {seq: 4096, global_batch: 512, dtype: fp8}\n"
+                                      "layout: {dp: 32, pp: 8, ep: 32, recompute: full, "
+                                      "pipeline_model_parallel_layout: 'Et*4|(tttt|)*14,tL'}\n");
+  r = run_sixfold("predict --plan " + plan + " --json");
+  REQUIRE(r.code == 0);
+  CHECK(nlohmann::json::parse(r.output)["layout"]["vpp"] == 2);
+  const std::string bad = write_temp("layout-bad.yaml",
+                                     "schema_version: 1\nmodel: deepseek-v3\nhardware: h800-sxm-80g\ngpus: 256\n"
+                                     "workload: {seq: 4096, global_batch: 512, dtype: fp8}\n"
+                                     "layout: {dp: 32, pp: 8, ep: 32, pipeline_model_parallel_layout: 'Et*4|(tttt|*14,tL'}\n");
+  r = run_sixfold("predict --plan " + bad);
+  CHECK(r.code == 1);
+  CHECK(contains(r.output, "layout-bad.yaml:6"));
+  CHECK(contains(r.output, "'(' without a matching ')'"));
+}

@@ -61,6 +61,11 @@ std::map<std::string, std::function<Case()>> cases() {
       {"pp2_interleaved_split", with([](Case& c) {
          c.layers = 6; c.layout.pp = 2; c.layout.vpp = 2; c.layout.schedule = Schedule::Interleaved; c.layout.micro_batch = 1;
          c.layout.embedding_in_pipeline_split = c.layout.loss_in_pipeline_split = true; })},
+      // Megatron's custom pipeline layout: 7 layers over pp 2 x vpp 2 as virtual stages of 3, 2, 2
+      // and none (the last holds only the loss), so rank 0 builds 5 layers and rank 1 two.
+      {"pp2_interleaved_layout", with([](Case& c) {
+         c.layers = 7; c.layout.pp = 2; c.layout.vpp = 2; c.layout.schedule = Schedule::Interleaved; c.layout.micro_batch = 1;
+         c.layout.pipeline_layout = "Et*3|tt|tt|L"; })},
       {"ep2_dp2_moe", with([](Case& c) { c.layout.dp = 2; c.layout.ep = 2; c.moe = true; })},
       {"ep4_dp4_moe_zero1", with([](Case& c) {
          c.layout.dp = 4; c.layout.ep = 4; c.layout.zero = 1; c.layout.micro_batch = 1; c.moe = true; })},

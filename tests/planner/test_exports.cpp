@@ -173,6 +173,29 @@ TEST_CASE("Megatron export: the embedding/loss pipeline split as its flags, virt
   CHECK(back.layout == s.layout);
 }
 
+TEST_CASE("Megatron export: a custom pipeline layout as its one flag, which sets the virtual stages, and torchtitan refuses it") {
+  Scenario s = llama_scenario();
+  s.model = load_model("deepseek-v3");  // 61 layers
+  s.model_name = "deepseek-v3";
+  s.gpus = 256;
+  s.work.dtype = Dtype::FP8;
+  s.work.global_batch = 512;
+  s.layout = Layout{};
+  s.layout.pp = 8; s.layout.ep = 32; s.layout.dp = 32; s.layout.zero = 1; s.layout.recompute = Recompute::Full;
+  s.layout.pipeline_layout = "Et*4|(tttt|)*14,tL";
+  take_vpp_from_pipeline_layout(s.layout);
+  REQUIRE_NOTHROW(validate_layout(s.model, s.layout, s.work, s.gpus));
+  const std::string text = export_megatron(s);
+  CHECK(text.find("--pipeline-model-parallel-layout 'Et*4|(tttt|)*14,tL'") != std::string::npos);
+  CHECK(text.find("--num-layers-per-virtual-pipeline-stage") == std::string::npos);
+  CHECK(text.find("--num-virtual-stages-per-pipeline-rank") == std::string::npos);
+  const Scenario back = parse_scenario(parse_yaml(plan_yaml(s, predict(s.model, s.hardware, s.work, s.layout)), "plan.yaml"));
+  CHECK(back.layout == s.layout);
+  Scenario titan = s;
+  titan.layout.zero = 3;
+  CHECK_THROWS_WITH_AS(export_torchtitan(titan), doctest::Contains("custom pipeline layout"), UsageError);
+}
+
 TEST_CASE("every built-in scenario predicts") {
   const auto names = builtin_scenario_names();
   CHECK(names.size() >= 12);

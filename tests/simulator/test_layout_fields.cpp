@@ -25,6 +25,7 @@ Layout every_field_set() {
   l.schedule = Schedule::GPipe;
   l.first_stage_layers = 3, l.last_stage_layers = 2;
   l.embedding_in_pipeline_split = l.loss_in_pipeline_split = true;
+  l.pipeline_layout = "Et*2|(tt|)*4,tL";
   return l;
 }
 
@@ -55,7 +56,7 @@ TEST_CASE("layout fields: plan YAML reads back what it wrote, and the JSON has o
 TEST_CASE("layout fields: describe() shows each field as the table says, in the table's order") {
   CHECK(describe(every_field_set()) == "dp=2 tp=4 pp=3 vpp=2 cp=2 ep=2 etp=2 sp zero=1 mbs=3 recompute=selective(" +
                                            recompute_modules_string(parse_recompute_modules("core_attn,mlp")) +
-                                           ") first-stage-layers=3 last-stage-layers=2 pp-split=embedding,loss");
+                                           ") first-stage-layers=3 last-stage-layers=2 pp-split=embedding,loss pp-layout=Et*2|(tt|)*4,tL");
   CHECK(describe(Layout{}) == "dp=1 tp=1 pp=1 zero=0 mbs=1 recompute=none");
 }
 

@@ -155,9 +155,9 @@ TEST_CASE("an unstated vpp is the fastest that fits, as the micro-batch, torchti
   // The interleaved row holds more micro-batches in flight and has the smaller bubble.
   CHECK(filled_vpp.predicted.at("tokens_per_gpu_s") > plain.predicted.at("tokens_per_gpu_s"));
   // Megatron's uneven virtual stages (29 layers: no split, with or without the embedding and the
-  // loss counted, gives 8 equal ones) stay an impossible layout, by name.
-  CHECK_FALSE(rep.rows[2].scored);
-  CHECK(rep.rows[2].skip_reason.find("vpp divides layers per stage") != std::string::npos);
+  // loss counted, gives 8 equal ones) run with a custom pipeline layout.
+  REQUIRE_MESSAGE(rep.rows[2].scored, rep.rows[2].skip_reason);
+  CHECK(filled(rep.rows[2], "pipeline_layout="));
 }
 
 TEST_CASE("Megatron's virtual pipeline that the layers do not divide: the embedding and the loss in the split") {
@@ -175,7 +175,22 @@ TEST_CASE("Megatron's virtual pipeline that the layers do not divide: the embedd
   REQUIRE_MESSAGE(rep.rows[1].scored, rep.rows[1].skip_reason);
   CHECK_FALSE(rep.rows[1].scenario.layout.accounts_pipeline_split());
   CHECK_FALSE(filled(rep.rows[1], "pipeline_split"));
-  CHECK_FALSE(rep.rows[2].scored);  // 29 + 2 divide into 8 neither way
+  // 29 + 2 divide into 8 neither way: Megatron needs a custom layout, the one its DeepSeek-V3
+  // recipes write (ceil(29 / 8) = 4 layers a stage, one on the last).
+  REQUIRE_MESSAGE(rep.rows[2].scored, rep.rows[2].skip_reason);
+  CHECK(rep.rows[2].scenario.layout.pipeline_layout == "Et*4|(t*4|)*6,tL");
+  CHECK(filled(rep.rows[2], "pipeline_layout=Et*4|(t*4|)*6,tL"));
+  CHECK_FALSE(rep.rows[2].scenario.layout.accounts_pipeline_split());
+  CHECK_FALSE(filled(rep.rows[0], "pipeline_layout"));
+}
+
+TEST_CASE("a virtual pipeline no Megatron split fills is skipped, by name") {
+  // 10 layers on 8 virtual stages: ceil(10 / 8) = 2 a stage leaves the sixth and seventh empty.
+  const ValidationReport rep = run(
+      "A4,NVIDIA/Megatron-Bridge recipe,10,4096,14336,32,8,128256,4096,,,,h100-sxm-80g,32,8,8,1,4,2,1,1,0,1,1,64,none,bf16,,500,,,,,\n");
+  REQUIRE(rep.rows.size() == 1);
+  CHECK_FALSE(rep.rows[0].scored);
+  CHECK(rep.rows[0].skip_reason.find("vpp divides layers per stage") != std::string::npos);
 }
 
 TEST_CASE("model TFLOP/s in the source's count: Megatron-Bridge and 2025+ Megatron-LM halve causal attention") {

@@ -32,13 +32,23 @@ namespace {
 // without a value is on; dp is derived from the GPUs when left out.
 Layout parse_layout_spec(const std::string& spec, int gpus) {
   Layout l;
-  bool dp_given = false, schedule_given = false;
-  size_t start = 0;
-  while (start <= spec.size()) {
+  bool dp_given = false, schedule_given = false, vpp_given = false;
+  // Items split at commas; the commas a Megatron pipeline layout may hold ("Et*3|(tt|)*29,m|L")
+  // join the items after it back to its value while they are no key of their own.
+  std::vector<std::string> items;
+  for (size_t start = 0; start <= spec.size();) {
     size_t end = spec.find(',', start);
     if (end == std::string::npos) end = spec.size();
-    const std::string item = spec.substr(start, end - start);
+    std::string item = spec.substr(start, end - start);
     start = end + 1;
+    const bool key_of_its_own = item.find('=') != std::string::npos || find_layout_field(item);
+    if (!items.empty() && !key_of_its_own && !item.empty() &&
+        items.back().rfind("pipeline_model_parallel_layout=", 0) == 0)
+      items.back() += "," + item;
+    else
+      items.push_back(std::move(item));
+  }
+  for (const std::string& item : items) {
     if (item.empty()) continue;
     const size_t eq = item.find('=');
     const std::string key = item.substr(0, eq);
@@ -53,8 +63,10 @@ Layout parse_layout_spec(const std::string& spec, int gpus) {
     f->set(l, f->type == FieldType::Flag && value.empty() ? "true" : value, "--compare " + key);
     dp_given = dp_given || f->key == std::string("dp");
     schedule_given = schedule_given || f->key == std::string("schedule");
+    vpp_given = vpp_given || f->key == std::string("vpp");
   }
   if (!schedule_given && l.vpp > 1) l.schedule = Schedule::Interleaved;
+  if (!schedule_given && !vpp_given) take_vpp_from_pipeline_layout(l);
   if (!dp_given) {
     try {
       l.dp = dp_for_gpus(l, gpus);

@@ -114,6 +114,7 @@ struct ValidateCommand {
         {"model_flops", "the source's count: Megatron-Bridge halves causal attention's FLOPs"},
         {"vpp", "unstated: the fastest interleave that fits in memory"},
         {"pipeline_split", "Megatron's embedding and loss in the pipeline split: the only way it runs a virtual pipeline the layers do not divide"},
+        {"pipeline_layout", "Megatron's custom pipeline layout where even the embedding/loss split does not divide: every virtual stage takes ceil(layers / stages), as its DeepSeek-V3 recipes write"},
         {"global_batch", "unstated for torchtitan: dp x the local batch, as it accumulates no gradients by default"},
         {"model", "the built-in model of the row's shape, with what the columns cannot say (MLA, dense layers, shared experts)"}};
     for (const auto& [field, count] : rep.filled_counts) {
