@@ -187,6 +187,11 @@ void validate_layout(const ModelSpec& m, const Layout& l, const Workload& w, int
          "uneven stages leave at least one layer per stage",
          "first " + s(l.first_stage_layers) + ", last " + s(l.last_stage_layers) + ", layers " + s(m.layers));
   }
+  if (w.deepep_dispatch) {
+    need(w.framework == Framework::Megatron, "the DeepEP dispatcher is Megatron's (its flex token dispatcher)",
+         "--moe-enable-deepep with framework " + to_string(w.framework));
+    need(m.moe.enabled(), "the DeepEP dispatcher needs an MoE model", "--moe-enable-deepep with a dense model");
+  }
   if (!l.pipeline_layout.empty()) {
     const std::vector<PipelineStagePart> stages = parse_pipeline_layout(l.pipeline_layout, "pipeline_model_parallel_layout");
     const int want = l.pp * l.virtual_stages();

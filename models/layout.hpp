@@ -241,6 +241,12 @@ struct Workload {
   // --overlap-moe-expert-parallel-comm, off by default; DeepSeek-V3's DualPipe, its report section
   // 3.2.1): the dispatch and combine pay only what the compute cannot cover and their hiding cost.
   bool overlap_moe_ep_comm = false;
+  // Megatron-Core's flex token dispatcher with DeepEP (--moe-token-dispatcher-type flex
+  // --moe-enable-deepep; NVIDIA's HybridEP works alike): a token crosses the network once for each
+  // node that holds one of its experts, to the GPU of the same local index there, which forwards it
+  // over NVLink (DeepEP's internode kernels; DeepSeek-V3 report 3.2.2). The all-to-all dispatcher
+  // sends one copy per expert. Priced in simulator/collective_cost.cpp (node_deduplicated_share).
+  bool deepep_dispatch = false;
   Framework framework = Framework::Megatron;
   // Adam's two moments in bf16 instead of fp32 (Megatron-Core's precision-aware optimizer,
   // --exp-avg-dtype/--exp-avg-sq-dtype bf16; DeepSeek-V3 trains so, its report section 3.3).

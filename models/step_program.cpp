@@ -24,6 +24,7 @@ struct Dims {
   bool moe_probs_in_activation;      // experts weight by the routing probabilities in their SwiGLU
   bool cp_gathers_kv;                // CP attention all-gathers K and V (FrameworkTraits::cp_gathers_kv)
   bool eager_composites;             // norms, RoPE and SwiGLU as eager PyTorch ops (eager_composites)
+  bool deepep_dispatch;              // Workload::deepep_dispatch
   bool tp_overlap_single_matmul;     // async TP fuses a reduce-scatter only with one matmul's output
   int tp_rs_chunks;                  // a fused reduce-scatter's chunks (FrameworkTraits::tp_overlap_rs_chunks)
   bool tp_rs_tail, tp_rs_local_sum;  // its last chunk after the GEMM; the partials' sum after it
@@ -52,6 +53,7 @@ Dims make_dims(const ModelSpec& m, const Layout& l, const Workload& w) {
   d.moe_probs_in_activation = fw.moe_probs_in_activation;
   d.cp_gathers_kv = l.cp > 1 && fw.cp_gathers_kv;
   d.eager_composites = fw.eager_pointwise_composites && !w.compile;
+  d.deepep_dispatch = w.deepep_dispatch;
   d.tp_overlap_single_matmul = fw.tp_overlap_single_matmul;
   d.tp_rs_chunks = fw.tp_overlap_rs_chunks > 0 ? fw.tp_overlap_rs_chunks : l.tp;
   d.tp_rs_tail = fw.tp_overlap_rs_tail;
@@ -374,7 +376,16 @@ void add_moe_mlp(std::vector<Op>& ops, const ModelSpec& m, const Dims& d) {
   ops.push_back(with_saved(gemm("router", OpClass::Router, Tm, m.moe.num_experts, h),
                            Bytes(Tm * h * a) + Bytes(Tm * m.moe.num_experts * 4)));
   ops.push_back(memory("moe_permute", OpClass::Permute, Bytes(2 * Tm * k * h * a)));
-  if (d.ep > 1) ops.push_back(collective("ep_dispatch", Group::EP, Collective::AllToAll, Bytes(Tm * k * h * a), d.ep));
+  // Under DeepEP the dispatch and combine carry the routing that sets their network share.
+  auto ep_all_to_all = [&](const char* name) {
+    Op op = collective(name, Group::EP, Collective::AllToAll, Bytes(Tm * k * h * a), d.ep);
+    if (d.deepep_dispatch) {
+      op.routed_top_k = k;
+      op.routed_experts = m.moe.num_experts;
+    }
+    return op;
+  };
+  if (d.ep > 1) ops.push_back(ep_all_to_all("ep_dispatch"));
   // Tokens reaching this rank's experts: balanced routing, padded up to the capacity factor.
   const double capacity = m.moe.capacity_factor > 0 ? m.moe.capacity_factor : 1.0;
   Count expert_tokens = Count(double(Tm * k) * capacity) * d.etp;
@@ -383,7 +394,7 @@ void add_moe_mlp(std::vector<Op>& ops, const ModelSpec& m, const Dims& d) {
   add_mlp_body(ops, m, d, expert_tokens, m.moe.expert_ffn / d.etp, expert_tokens, d.gemm_input, local_experts, "expert_up",
                "expert_act", "expert_down", d.moe_probs_in_activation);
   if (d.etp > 1) ops.push_back(collective("etp_reducescatter", Group::ExpertTensor, Collective::ReduceScatter, Bytes(expert_tokens * h * a), d.etp));
-  if (d.ep > 1) ops.push_back(collective("ep_combine", Group::EP, Collective::AllToAll, Bytes(Tm * k * h * a), d.ep));
+  if (d.ep > 1) ops.push_back(ep_all_to_all("ep_combine"));
   // Where the combine weights each expert output by its routing probability, the gradient of the
   // probabilities needs those outputs, so they are saved with the probabilities (DeepSpeed's
   // combine einsum, torchtitan's score multiply); Megatron-Core weighted them in the SwiGLU above.

@@ -63,6 +63,10 @@ struct Op {
   // memory-bound op): 1 for a fused kernel; an eager PyTorch composite launches one per ATen op.
   int kernels = 1;
   int backward_kernels = 0;        // its backward's, where not the forward's count
+  // EP dispatch/combine under a node-deduplicating dispatcher (Workload::deepep_dispatch): the
+  // routing that decides how many nodes a token reaches (0: a plain all-to-all).
+  int routed_top_k = 0;
+  Count routed_experts = 0;
 };
 
 // One transformer layer (dense or MoE) of a stage, one micro-batch.

@@ -140,9 +140,10 @@ std::string export_megatron(const Scenario& s) {
       flag("--moe-router-enable-expert-bias");
     }
     if (m.moe.capacity_factor > 0) flag("--moe-expert-capacity-factor", std::to_string(m.moe.capacity_factor).substr(0, 4));
-    // sixfold prices batched expert GEMMs and an all-to-all dispatch.
+    // sixfold prices batched expert GEMMs and an all-to-all dispatch, or DeepEP's.
     flag("--moe-grouped-gemm");
-    flag("--moe-token-dispatcher-type", "alltoall");
+    flag("--moe-token-dispatcher-type", s.work.deepep_dispatch ? "flex" : "alltoall");
+    if (s.work.deepep_dispatch) flag("--moe-enable-deepep");
   }
   flag("--tensor-model-parallel-size", n(l.tp));
   flag("--pipeline-model-parallel-size", n(l.pp));
@@ -294,6 +295,8 @@ std::string export_torchtitan(const Scenario& s) {
   if (s.work.bf16_adam_moments) refuse("torchtitan", "bf16 Adam moments (torch.optim.AdamW keeps them in the parameters' fp32)");
   if (s.work.fp8_activation_input_store) refuse("torchtitan", "the SwiGLU's fp8 input store (Megatron-Core's activation_func_fp8_input_store)");
   if (s.work.mtp_layers > 0) refuse("torchtitan", "multi-token prediction (Megatron's --mtp-num-layers)");
+  if (s.work.deepep_dispatch)
+    refuse("torchtitan", "Megatron's DeepEP dispatcher (--moe-enable-deepep; torchtitan prices its own all-to-all)");
   if (!l.pipeline_layout.empty())
     refuse("torchtitan", "Megatron's custom pipeline layout (--pipeline-model-parallel-layout; torchtitan splits the "
                          "layers itself or at pipeline_parallel_split_points)");

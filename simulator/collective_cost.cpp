@@ -67,7 +67,19 @@ double intra_node_ring_steps(Collective c, const GroupPlacement& where) {
   }
 }
 
-Seconds collective_time(Collective c, Bytes message, const GroupPlacement& where, const HardwareProfile& hw) {
+double node_deduplicated_share(int top_k, Count experts, const GroupPlacement& where) {
+  if (!where.crosses_nodes || top_k < 1 || experts < 1) return 0;
+  const int r = std::max(1, where.ranks_per_node);
+  const double nodes = std::ceil(double(where.size) / r);
+  if (nodes <= 1) return 0;
+  const double e = double(experts), per_node = e / nodes;
+  double none = 1;  // a given other node holds none of the token's experts
+  for (int i = 0; i < top_k && none > 0; ++i) none *= std::max(0.0, (e - per_node - i) / (e - i));
+  return (nodes - 1) * (1 - none) / top_k;
+}
+
+Seconds collective_time(Collective c, Bytes message, const GroupPlacement& where, const HardwareProfile& hw,
+                        double network_share) {
   if (c == Collective::None || message <= 0) return 0;
   if (where.size <= 1 && c != Collective::SendRecv) return 0;
   // Inside one node: the measured NCCL time of this collective on this many GPUs
@@ -84,7 +96,11 @@ Seconds collective_time(Collective c, Bytes message, const GroupPlacement& where
   // collectives below cross a node boundary only at ring edges, spread over every NIC of the node.)
   if (where.crosses_nodes && c == Collective::AllToAll) {
     const double n = where.size, r = std::max(1, where.ranks_per_node);
-    const Bytes off_node = message * (n - r) / n, on_node = message * (r - 1) / n;
+    // A node-deduplicating dispatcher sends fewer copies across the network; the receiving GPU
+    // forwards each to its node's experts over NVLink, alongside the copies for this node.
+    const bool dedup = network_share >= 0;
+    const Bytes off_node = dedup ? message * network_share : message * (n - r) / n;
+    const Bytes on_node = message * (r - 1) / n + (dedup ? message * (n - r) / n * (r - 1) / r : 0.0);
     const double net = curve.peak_busbw * off_node / (off_node + curve.half_size);
     const double nvlink = hw.intra_node.peak_busbw * on_node / (on_node + hw.intra_node.half_size);
     const Seconds latency = std::max(curve.latency, ring_latency(Collective::AllGather, where));

@@ -27,7 +27,18 @@ double bus_factor(Collective c, int n);
 // bandwidth is the per-NIC curve times the members per node, up to the NVLink curve.
 // Inside a node each ring step adds the curve's step_latency to its latency.
 double intra_node_ring_steps(Collective c, const GroupPlacement& where);
-Seconds collective_time(Collective c, Bytes message, const GroupPlacement& where, const HardwareProfile& hw);
+// `network_share`: for an all-to-all across nodes, the part of the message that leaves the node
+// (default, negative: (n - r) / n, the copies bound for other nodes' ranks).
+Seconds collective_time(Collective c, Bytes message, const GroupPlacement& where, const HardwareProfile& hw,
+                        double network_share = -1);
+
+// The part of an EP dispatch (or combine) that crosses the network under a node-deduplicating
+// dispatcher (Workload::deepep_dispatch): each token goes once to every other node holding one of
+// its top_k experts, not once per expert. Balanced routing picks top_k distinct experts of
+// `experts` spread evenly over the group's nodes, so a given other node holds none of them with
+// probability C(E - E/N, k) / C(E, k); the share of the message (k copies of the token) is the
+// expected count of other nodes reached over k. 0 inside one node.
+double node_deduplicated_share(int top_k, Count experts, const GroupPlacement& where);
 
 // Start-up latency of a ring (or, for all-reduce, tree) collective across nodes, which grows
 // with the group; collective_time uses it where it exceeds the profile's cross-node latency.

@@ -111,6 +111,13 @@ Seconds OpPricer::collective(Group g, Collective c, Bytes message) const {
   return collective_time(c, message, placement(g), hw_);
 }
 
+Seconds OpPricer::collective(const Op& op) const {
+  if (op.routed_top_k <= 0) return collective(op.group, op.collective, op.message);
+  const GroupPlacement& where = placement(op.group);
+  const double share = node_deduplicated_share(op.routed_top_k, op.routed_experts, where);
+  return collective_time(op.collective, op.message, where, hw_, where.crosses_nodes ? share : -1);
+}
+
 Seconds OpPricer::time(const Op& op) const {
   switch (op.kind) {
     case OpKind::Gemm:
@@ -120,7 +127,7 @@ Seconds OpPricer::time(const Op& op) const {
       return std::max(double(std::max(1, op.kernels)) * kMinKernelTime,
                       op.bytes / (hw_.memory_bandwidth * hw_.memory_efficiency));
     case OpKind::Collective:
-    case OpKind::PointToPoint: return collective(op.group, op.collective, op.message);
+    case OpKind::PointToPoint: return collective(op);
   }
   return 0;
 }

@@ -29,6 +29,8 @@ class OpPricer {
   Seconds gemm_time(Count m, Count n, Count k, Count batch, bool grouped = false) const;
   Seconds attention_time(const Op& op) const;
   Seconds collective(Group g, Collective c, Bytes message) const;
+  // An op's collective; an EP dispatch/combine with its routing (Op::routed_top_k) under DeepEP.
+  Seconds collective(const Op& op) const;
   double gemm_efficiency(Count m, Count n, Count k, Count batch) const;
   const HardwareProfile& hardware() const { return hw_; }
   bool ep_overlap() const { return ep_overlap_; }

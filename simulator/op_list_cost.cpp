@@ -96,25 +96,53 @@ OpListCost price_op_list(const std::vector<Op>& ops, size_t recompute_ops, const
       }
     } else {
       c.ep += dt;
+      if (op.group == Group::EP && op.collective == Collective::AllToAll) {
+        if (c.ep_all_to_alls < 2) c.ep_all_to_all[c.ep_all_to_alls] = dt;
+        ++c.ep_all_to_alls;
+      }
     }
+    if (compute) c.ep_segment[std::min(c.ep_all_to_alls, 2)] += dt;
     previous_gemm = gemm;
   }
   c.cp_exposed += pending_ring;
   const HardwareProfile& hw = pricer.hardware();
-  // EP all-to-all overlapped with another micro-batch's compute (Workload::overlap_moe_ep_comm):
-  // what this list's compute, the same amount of work, cannot cover, and the hiding cost.
-  if (pricer.ep_overlap() && c.ep > 0) {
-    const Seconds raw = c.ep;
-    c.ep = overlap::with_hiding_cost(raw, c.compute, hw.overlap_slowdown,
-                                     [&](Seconds w) { return overlap::exposed_behind(raw, w); });
-  }
   c.tp_exposed = overlap::with_hiding_cost(c.tp_raw, tp_hidable, hw.overlap_slowdown, [&](Seconds w) {
     return overlap::exposed_tp(c.tp_raw, w, tp_overlap);
   }) + partial_sums;
   const Seconds gpu = c.duration();
-  const Seconds host = priced * hw.kernel_overhead;
-  c.overhead = overlap::dispatch_bound(gpu, host, hw.dispatch_overlap) - gpu;
+  c.host = priced * hw.kernel_overhead;
+  c.overhead = overlap::dispatch_bound(gpu, c.host, hw.dispatch_overlap) - gpu;
   return c;
+}
+
+
+
+void overlap_ep(OpListCost& f, OpListCost& b, const OpPricer& pricer) {
+  if (!pricer.ep_overlap()) return;
+  const double slowdown = pricer.hardware().overlap_slowdown;
+  auto exposed = [&](Seconds transfer, Seconds window) {
+    return overlap::with_hiding_cost(transfer, window, slowdown,
+                                     [&](Seconds w) { return overlap::exposed_behind(transfer, w); });
+  };
+  // The host dispatch bound over the GPU time as it is once the all-to-alls hide.
+  auto redo_overhead = [&](OpListCost& c) {
+    c.overhead = 0;
+    const Seconds gpu = c.duration();
+    c.overhead = overlap::dispatch_bound(gpu, c.host, pricer.hardware().dispatch_overlap) - gpu;
+  };
+  if (f.ep_all_to_alls == 2 && b.ep_all_to_alls == 2) {
+    // Each list's other EP collectives (expert-TP) stay where they were.
+    const Seconds f_other = f.ep - f.ep_all_to_all[0] - f.ep_all_to_all[1];
+    const Seconds b_other = b.ep - b.ep_all_to_all[0] - b.ep_all_to_all[1];
+    // Forward: dispatch, combine; backward (reversed): the combine's gradient, then the dispatch's.
+    f.ep = f_other + exposed(f.ep_all_to_all[0], b.ep_segment[1]) + exposed(f.ep_all_to_all[1], b.ep_segment[2]);
+    b.ep = b_other + exposed(b.ep_all_to_all[0], f.ep_segment[0]) + exposed(b.ep_all_to_all[1], f.ep_segment[1]);
+  } else {
+    for (OpListCost* c : {&f, &b})
+      if (c->ep > 0) c->ep = exposed(c->ep, c->compute);
+  }
+  redo_overhead(f);
+  redo_overhead(b);
 }
 
 }  // namespace sixfold

@@ -27,6 +27,7 @@ LayerCosts price_layer(const LayerProgram& layer, const OpPricer& pricer, bool t
   c.backward = price_op_list(layer.backward, layer.recompute_ops, pricer, tp_overlap,
                           split ? OpSelection::WithoutWeightGrad : OpSelection::All);
   if (split) c.weight_grad = price_op_list(layer.backward, 0, pricer, tp_overlap, OpSelection::OnlyWeightGrad);
+  overlap_ep(c.forward, c.backward, pricer);
   return c;
 }
 

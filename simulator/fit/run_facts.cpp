@@ -26,6 +26,8 @@ struct Codebase {
   const char* metrics_source = "";
   bool ep_overlap = false;  // Workload::overlap_moe_ep_comm
   const char* ep_overlap_source = "";
+  bool deepep_dispatch = false;  // Workload::deepep_dispatch
+  const char* dispatch_source = "";
   // Memory savings the codebase makes by default: Adam's moments in bf16
   // (Workload::bf16_adam_moments), the SwiGLU's input kept in fp8 (fp8_activation_input_store).
   bool bf16_adam_moments = false;
@@ -73,6 +75,10 @@ const Codebase kCodebases[] = {
      .ep_overlap_source = "DeepSeek-V3 report 3.2.1: DualPipe overlaps each chunk pair's computation with its "
                           "all-to-all and pipeline communication, 'both all-to-all and PP communication can be fully "
                           "hidden'",
+     .deepep_dispatch = true,
+     .dispatch_source = "DeepSeek-V3 report 3.2.2: 'tokens are first transmitted via IB to the GPUs with the same "
+                        "in-node index on its target nodes ... and then immediately forwarded via NVLink', each token "
+                        "crossing IB once per target node (DeepEP is the release of these kernels)",
      .bf16_adam_moments = true,
      .fp8_swiglu_input = true,
      .memory_source = "DeepSeek-V3 report 3.3.3, Low-Precision Storage and Communication: 'We adopt the BF16 data "
@@ -224,7 +230,7 @@ std::optional<bool> flag01(const std::string& column, const std::string& v) {
 
 RunFacts parse_run_facts(const std::string& framework, const std::string& framework_date, const std::string& attention,
                          const std::string& dp_overlap, const std::string& tp_overlap,
-                         const std::string& compile) {
+                         const std::string& compile, const std::string& ep_dispatcher, const std::string& ep_overlap) {
   RunFacts f;
   f.codebase = framework.empty() || framework == "unknown" ? "other" : framework;
   bool known = false;
@@ -253,6 +259,11 @@ RunFacts parse_run_facts(const std::string& framework, const std::string& framew
   f.dp_overlap = flag01("dp_overlap", dp_overlap);
   f.tp_overlap = flag01("tp_overlap", tp_overlap);
   f.compile = flag01("compile", compile);
+  if (ep_dispatcher == "deepep" || ep_dispatcher == "hybridep") f.deepep_dispatch = true;
+  else if (ep_dispatcher == "alltoall") f.deepep_dispatch = false;
+  else if (!ep_dispatcher.empty() && ep_dispatcher != "unknown")
+    throw Error("column 'ep_dispatcher': value '" + ep_dispatcher + "' is not alltoall, deepep, hybridep or empty");
+  f.ep_overlap = flag01("ep_overlap", ep_overlap);
   if (f.compile.value_or(false) && f.codebase != "torchtitan")
     throw Error("column 'compile': value '1' with framework '" + f.codebase +
                 "': torch.compile is modelled as torchtitan's training.compile (0 or empty for other codebases)");
@@ -271,6 +282,7 @@ RunSettings run_settings(const RunFacts& f, int pp, int zero) {
     s.cross_entropy = c.cross_entropy;
     s.train_metric_passes = c.train_metric_passes;
     s.overlap_moe_ep_comm = c.ep_overlap;
+    s.deepep_dispatch = c.deepep_dispatch;
     s.bf16_adam_moments = c.bf16_adam_moments;
     s.fp8_swiglu_input = c.fp8_swiglu_input;
   }
@@ -295,6 +307,12 @@ RunSettings run_settings(const RunFacts& f, int pp, int zero) {
   s.pp_keeps_stage_outputs = dated_default(f, Setting::PipelineKeepsOutputs, pp, zero);
   // Unstated: off, torchtitan's default (training.compile = false).
   s.compile = f.compile.value_or(false);
+  // Unstated MoE dispatch and its overlap: the codebase's (Megatron's defaults: the all-to-all
+  // dispatcher on the critical path).
+  s.filled_ep_dispatcher = !f.deepep_dispatch.has_value();
+  s.filled_ep_overlap = !f.ep_overlap.has_value();
+  s.deepep_dispatch = f.deepep_dispatch.value_or(s.deepep_dispatch);
+  s.overlap_moe_ep_comm = f.ep_overlap.value_or(s.overlap_moe_ep_comm);
   s.filled_compile = !f.compile.has_value() && f.codebase == "torchtitan";
   if (s.compile && s.cross_entropy == CrossEntropy::Default && !dated_default(f, Setting::CompiledLoss, pp, zero))
     s.cross_entropy = CrossEntropy::TorchFp32;  // compiled blocks, eager loss

@@ -21,12 +21,17 @@ struct RunFacts {
   std::optional<bool> dp_overlap;
   std::optional<bool> tp_overlap;
   std::optional<bool> compile;  // torchtitan's training.compile (the project's `compile` column)
+  // The project's `ep_dispatcher` column: a node-deduplicating dispatcher (deepep, hybridep) or
+  // the all-to-all (alltoall); and `ep_overlap` (Megatron's --overlap-moe-expert-parallel-comm).
+  std::optional<bool> deepep_dispatch;
+  std::optional<bool> ep_overlap;
 };
 
 // Parses the columns' cells; throws Error naming the column, value and what is allowed.
 RunFacts parse_run_facts(const std::string& framework, const std::string& framework_date, const std::string& attention,
                          const std::string& dp_overlap, const std::string& tp_overlap,
-                         const std::string& compile = "");
+                         const std::string& compile = "", const std::string& ep_dispatcher = "",
+                         const std::string& ep_overlap = "");
 
 // What the cost model runs for a row: the framework whose traits it follows, and the settings a
 // row left unstated filled with the codebase's default at its date.
@@ -38,6 +43,7 @@ struct RunSettings {
   CrossEntropy cross_entropy = CrossEntropy::Default;  // the codebase's loss (Default: its framework's)
   int train_metric_passes = 0;                         // Workload::train_metric_passes
   bool overlap_moe_ep_comm = false;                    // Workload::overlap_moe_ep_comm
+  bool deepep_dispatch = false;                        // Workload::deepep_dispatch
   bool bf16_adam_moments = false;                      // Workload::bf16_adam_moments
   bool fp8_swiglu_input = false;                       // Workload::fp8_activation_input_store (fp8 runs)
   bool dp_overlap = true;
@@ -64,6 +70,7 @@ struct RunSettings {
   bool local_batch_semantics = false;
   // Which settings came from the table rather than the row (for the validator's "filled" counts).
   bool filled_flash = false, filled_dp_overlap = false, filled_tp_overlap = false, filled_compile = false;
+  bool filled_ep_dispatcher = false, filled_ep_overlap = false;
 };
 
 // `pp` and `zero` matter for what a codebase did (Megatron's local DDP with pipelines, DeepSpeed's

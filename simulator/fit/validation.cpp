@@ -81,7 +81,8 @@ void check_cells(const CsvTable& t) {
     // not a row to skip. Their messages name the column and value already.
     try {
       parse_run_facts(t.field(r, "framework"), t.field(r, "framework_date"), t.field(r, "attention"),
-                      t.field(r, "dp_overlap"), t.field(r, "tp_overlap"), t.field(r, "compile"));
+                      t.field(r, "dp_overlap"), t.field(r, "tp_overlap"), t.field(r, "compile"),
+                                         t.field(r, "ep_dispatcher"), t.field(r, "ep_overlap"));
     } catch (const Error& e) {
       throw Error(line(r) + e.what());
     }
@@ -266,7 +267,8 @@ Scenario scenario_from_row(const CsvTable& t, size_t r, const HardwareLookup& lo
   // The run's facts from its columns (framework, framework_date, attention, dp_overlap,
   // tp_overlap), unstated ones filled with the codebase's default at its date (run_facts.cpp).
   const RunFacts facts = parse_run_facts(t.field(r, "framework"), t.field(r, "framework_date"), t.field(r, "attention"),
-                                         t.field(r, "dp_overlap"), t.field(r, "tp_overlap"), t.field(r, "compile"));
+                                         t.field(r, "dp_overlap"), t.field(r, "tp_overlap"), t.field(r, "compile"),
+                                         t.field(r, "ep_dispatcher"), t.field(r, "ep_overlap"));
   settings = run_settings(facts, l.pp, l.zero);
   s.work.framework = settings.framework;
   s.work.flash_attention = settings.flash_attention;
@@ -276,6 +278,7 @@ Scenario scenario_from_row(const CsvTable& t, size_t r, const HardwareLookup& lo
   s.work.overlap_p2p_comm = settings.overlap_p2p_comm;
   s.work.pp_keeps_stage_outputs = settings.pp_keeps_stage_outputs;
   s.work.overlap_moe_ep_comm = settings.overlap_moe_ep_comm;
+  s.work.deepep_dispatch = settings.deepep_dispatch && m.moe.enabled();
   s.work.bf16_adam_moments = settings.bf16_adam_moments;
   s.work.compile = settings.compile;
   if (!settings.dp_overlap) l.dp_overlap = DpOverlap::None;
@@ -472,6 +475,10 @@ ValidationReport validate_runs(const CsvTable& t, const ValidationOptions& opt) 
                                   : std::string()));
       if (micro_batches.size() > 1 || s.layout.micro_batch <= 0) row.filled.push_back("micro_batch=" + std::to_string(best_layout.micro_batch));
       if (run.filled_dp_overlap) row.filled.push_back(std::string("dp_overlap=") + (run.dp_overlap ? "on" : "off"));
+      if (s.model.moe.enabled() && best_layout.ep > 1) {
+        if (run.filled_ep_dispatcher) row.filled.push_back(std::string("ep_dispatcher=") + (run.deepep_dispatch ? "deepep" : "alltoall"));
+        if (run.filled_ep_overlap) row.filled.push_back(std::string("ep_overlap=") + (run.overlap_moe_ep_comm ? "on" : "off"));
+      }
       if (run.filled_flash) row.filled.push_back(std::string("attention=") + (run.flash_attention ? "flash" : "fused-softmax"));
       if (run.filled_tp_overlap && best_layout.tp > 1) row.filled.push_back("tp_overlap=off");
       if (run.filled_compile) row.filled.push_back("compile=off");

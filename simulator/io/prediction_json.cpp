@@ -72,6 +72,7 @@ nlohmann::ordered_json workload_json(const Workload& w) {
   j["train_metric_passes"] = w.train_metric_passes;
   j["overlap_p2p_comm"] = w.overlap_p2p_comm;
   j["overlap_moe_expert_parallel_comm"] = w.overlap_moe_ep_comm;
+  j["moe_enable_deepep"] = w.deepep_dispatch;
   j["framework"] = to_string(w.framework);
   j["adam_moments"] = w.bf16_adam_moments ? "bf16" : "fp32";
   j["activation_func_fp8_input_store"] = w.fp8_activation_input_store;

@@ -630,3 +630,34 @@ TEST_CASE("--pipeline-model-parallel-layout: Megatron's custom layout sets vpp, 
   CHECK(contains(r.output, "layout-bad.yaml:6"));
   CHECK(contains(r.output, "'(' without a matching ')'"));
 }
+
+TEST_CASE("--moe-enable-deepep: priced, in the JSON and the plan file, exported as Megatron's flex dispatcher, refused for dense models") {
+  const std::string base = "predict --model deepseek-v3 --hardware h800-sxm-80g --gpus 256 --pp 8 --ep 32 --seq 4096 "
+                           "--global-batch 512 --dtype fp8 --recompute full ";
+  Result r = run_sixfold(base + "--json");
+  REQUIRE(r.code == 0);
+  const auto a2a = nlohmann::json::parse(r.output);
+  r = run_sixfold(base + "--moe-enable-deepep --json");
+  REQUIRE(r.code == 0);
+  const auto dedup = nlohmann::json::parse(r.output);
+  CHECK(dedup["workload"]["moe_enable_deepep"] == true);
+  CHECK(a2a["workload"]["moe_enable_deepep"] == false);
+  CHECK(dedup["prediction"]["step_time_s"].get<double>() < a2a["prediction"]["step_time_s"].get<double>());
+  r = run_sixfold(base + "--moe-enable-deepep");
+  CHECK(contains(r.output, "DeepEP dispatch"));
+  r = run_sixfold("predict --model llama3-8b --hardware h100-sxm-80g --gpus 8 --moe-enable-deepep");
+  CHECK(r.code == 2);
+  CHECK(contains(r.output, "the DeepEP dispatcher needs an MoE model"));
+  const std::string out = write_temp("deepep.sh", "");
+  r = run_sixfold("plan --model deepseek-v3 --hardware h800-sxm-80g --gpus 256 --seq 4096 --global-batch 512 --dtype fp8 "
+                  "--moe-enable-deepep --export " + out + " --export-format megatron");
+  REQUIRE(r.code == 0);
+  const std::string sh = read_file(out);
+  CHECK(contains(sh, "--moe-token-dispatcher-type flex"));
+  CHECK(contains(sh, "--moe-enable-deepep"));
+  const std::string plan = write_temp("deepep-plan.yaml", "");
+  r = run_sixfold("plan --model deepseek-v3 --hardware h800-sxm-80g --gpus 256 --seq 4096 --global-batch 512 --dtype fp8 "
+                  "--moe-enable-deepep --export " + plan);
+  REQUIRE(r.code == 0);
+  CHECK(contains(read_file(plan), "moe_enable_deepep: true"));
+}

@@ -109,6 +109,8 @@ struct ValidateCommand {
         {"dp_overlap", "unstated: the codebase's default at its date (simulator/fit/run_facts.cpp)"},
         {"attention", "unstated: the codebase's kernel at its date (simulator/fit/run_facts.cpp)"},
         {"tp_overlap", "unstated: off, every framework's default"},
+        {"ep_dispatcher", "unstated: the codebase's MoE token dispatcher (Megatron's default: all-to-all; simulator/fit/run_facts.cpp)"},
+        {"ep_overlap", "unstated: the codebase's default, off but for DeepSeek's DualPipe (simulator/fit/run_facts.cpp)"},
         {"compile", "unstated: off, torchtitan's default (training.compile = false)"},
         {"pipeline_micro_batches", "torchtitan splits the stated local batch into one micro-batch per stage"},
         {"model_flops", "the source's count: Megatron-Bridge halves causal attention's FLOPs"},

@@ -40,6 +40,7 @@ std::string scenario_header(const Scenario& s) {
          (s.work.train_metric_passes > 0 ? ", " + std::to_string(s.work.train_metric_passes) + " metric passes" : "") +
          (!s.work.overlap_p2p_comm ? ", blocking pipeline sends" : "") +
          (s.work.overlap_moe_ep_comm ? ", MoE all-to-all overlapped" : "") +
+         (s.work.deepep_dispatch ? ", DeepEP dispatch" : "") +
          (s.work.framework != Framework::Megatron ? ", as " + to_string(s.work.framework) + " runs it" : "");
 }
 

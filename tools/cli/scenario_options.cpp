@@ -36,6 +36,10 @@ void ScenarioFlags::add_to(CLI::App& app, bool with_layout) {
                "megatron overlaps them with the next chunk's compute)");
   app.add_flag("--overlap-moe-expert-parallel-comm", overlap_moe_ep,
                "hide the MoE all-to-all behind another micro-batch's compute (Megatron's flag; DeepSeek's DualPipe)");
+  app.add_flag("--moe-enable-deepep", deepep,
+               "Megatron's flex token dispatcher with DeepEP (--moe-token-dispatcher-type flex --moe-enable-deepep; "
+               "HybridEP alike): a token crosses the network once per node holding its experts, then NVLink "
+               "(Megatron only)");
   app.add_option("--cross-entropy", cross_entropy,
                  "megatron | torch | flash-attn | torch-compiled: the loss's implementation and the logits copies "
                  "it holds (default: the framework's; torchtitan: torch, torch-compiled with --compile; the others: "
@@ -140,6 +144,7 @@ Scenario ScenarioFlags::resolve(bool with_layout) const {
   if (train_metric_passes) s.work.train_metric_passes = *train_metric_passes;
   if (no_overlap_p2p) s.work.overlap_p2p_comm = false;
   if (overlap_moe_ep) s.work.overlap_moe_ep_comm = true;
+  if (deepep) s.work.deepep_dispatch = true;
   if (!framework.empty()) s.work.framework = parse_framework(framework);
   if (!adam_moments.empty()) s.work.bf16_adam_moments = parse_adam_moments(adam_moments);
   if (fp8_activation_input_store) s.work.fp8_activation_input_store = true;
