@@ -1,5 +1,7 @@
 #include "planner/search_space.hpp"
 
+#include "models/pipeline_layout.hpp"
+
 #include <algorithm>
 #include <tuple>
 
@@ -90,6 +92,10 @@ Layout make_layout(const Mesh& mesh, const ProgramKey& key, const Variant& v) {
   if (v.accounts_pipeline_split) {
     l.first_stage_layers = l.last_stage_layers = 0;
     l.embedding_in_pipeline_split = l.loss_in_pipeline_split = true;
+  }
+  if (!v.pipeline_layout.empty()) {
+    l.first_stage_layers = l.last_stage_layers = 0;
+    l.pipeline_layout = v.pipeline_layout;
   }
   return l;
 }
@@ -199,6 +205,18 @@ std::vector<Variant> variants(const ModelSpec& model, const Workload& work, cons
     Schedule schedule;
     int vpp;
     bool accounts = false;
+    std::string layout;
+  };
+  // The custom layout that keeps each rank's layers (stage_layers) over v virtual stages.
+  auto even_layout = [&](int v) {
+    std::vector<PipelineStagePart> parts(size_t(mesh.pp) * size_t(v));
+    for (int c = 0; c < v; ++c)
+      for (int s = 0; s < mesh.pp; ++s)
+        parts[size_t(c * mesh.pp + s)].layers = stage_layers[size_t(s)] / v + (c < stage_layers[size_t(s)] % v ? 1 : 0);
+    parts.front().embedding = true;
+    parts.back().loss = true;
+    parts.back().mtp = work.mtp_layers;
+    return format_pipeline_layout(parts);
   };
   std::vector<Choice> schedules;
   if (mesh.pp == 1) {
@@ -223,6 +241,7 @@ std::vector<Variant> variants(const ModelSpec& model, const Workload& work, cons
         const bool accounting_mesh = work.framework == Framework::Megatron && units % mesh.pp == 0 &&
                                      mesh.first_stage_layers == units / mesh.pp - 1 &&
                                      mesh.last_stage_layers == units / mesh.pp - 1;
+        std::vector<Choice> custom;
         for (int v = 2; v <= max_stage; ++v) {
           bool ok = true;
           // torchtitan splits unevenly (a layer per virtual stage is enough); Megatron needs equal ones.
@@ -231,7 +250,16 @@ std::vector<Variant> variants(const ModelSpec& model, const Workload& work, cons
           else if (accounting_mesh && units % (mesh.pp * v) == 0) {
             schedules.push_back({Schedule::Interleaved, v, true});
             any = true;
+          } else if (work.framework == Framework::Megatron && o.custom_pipeline_layouts && v <= kMaxCustomLayoutVpp &&
+                     *std::min_element(stage_layers.begin(), stage_layers.end()) >= v) {
+            custom.push_back({Schedule::Interleaved, v, false, even_layout(v)});
           }
+        }
+        // Only where no Megatron flag gives the mesh an interleave (DeepSeek-V3's 61 layers):
+        // elsewhere its even and embedding/loss splits already offer one.
+        if (!any && !custom.empty()) {
+          schedules.insert(schedules.end(), custom.begin(), custom.end());
+          any = true;
         }
         if (!any) ++pruned["vpp divides layers per stage"];
       }
@@ -241,13 +269,13 @@ std::vector<Variant> variants(const ModelSpec& model, const Workload& work, cons
     if (zero > 0 && !data_parallel) { ++pruned["zero irrelevant without data parallelism"]; continue; }
     for (DpOverlap ov : o.dp_overlap) {
       if (!data_parallel && ov != DpOverlap::Bucketed) { ++pruned["dp overlap irrelevant without data parallelism"]; continue; }
-      for (const Choice& c : schedules) out.push_back({zero, ov, c.schedule, c.vpp, c.accounts});
+      for (const Choice& c : schedules) out.push_back({zero, ov, c.schedule, c.vpp, c.accounts, c.layout});
     }
   }
   // A request that disallowed bucketed overlap still needs one variant without data parallelism.
   if (!data_parallel && out.empty() && !o.dp_overlap.empty())
     for (const Choice& c : schedules)
-      out.push_back({o.zero_stages.empty() ? 0 : o.zero_stages.front(), o.dp_overlap.front(), c.schedule, c.vpp, c.accounts});
+      out.push_back({o.zero_stages.empty() ? 0 : o.zero_stages.front(), o.dp_overlap.front(), c.schedule, c.vpp, c.accounts, c.layout});
   return out;
 }
 

@@ -33,7 +33,15 @@ struct SearchOptions {
   // Under full recompute, also torchtitan's checkpointing of every 8th, 6th, 4th, 3rd or 2nd layer
   // (Layout::recompute_every); restrict_to_framework turns it on for torchtitan only.
   bool every_recompute = false;
+  // Megatron's interleaved schedule for a mesh whose stages no vpp divides, with or without the
+  // embedding and loss in the split, through a custom pipeline layout
+  // (--pipeline-model-parallel-layout; Variant::pipeline_layout).
+  bool custom_pipeline_layouts = true;
 };
+// Custom layouts are tried up to this many virtual stages per rank: Megatron's recipes that need
+// one run 2 to 4 (DeepSeek-V3: pp 8 x vpp 2 and 4, pp 4 x vpp 4; Megatron-LM examples/moe_recipes,
+// Megatron-Bridge), and each more multiplies the layouts priced.
+inline constexpr int kMaxCustomLayoutVpp = 4;
 
 // Keeps only what `framework` can run: FSDP2 (torchtitan) has ZeRO 0 and 3 only, and op-level
 // selective checkpointing instead of Megatron's core-attention recompute; Megatron and DeepSpeed
@@ -84,6 +92,10 @@ struct Variant {
   // Megatron's embedding- and loss-accounting split in place of the mesh's first/last stage
   // layers (same stage totals, but virtual stages of equal size but for the first and last).
   bool accounts_pipeline_split = false;
+  // Megatron's custom pipeline layout (Layout::pipeline_layout) where vpp divides neither the
+  // mesh's stages nor them with the embedding and loss: each rank's layers over its virtual
+  // stages as evenly as they go, the earlier ones the heavier (the same stage totals).
+  std::string pipeline_layout;
   bool operator==(const Variant&) const = default;
 };
 
