@@ -8,7 +8,9 @@
 namespace sixfold {
 
 enum class NormKind { LayerNorm, RMSNorm };
-enum class Activation { GELU, SwiGLU };
+// The MLP's activation. GELU and squared ReLU (Nemotron-4; Megatron's --squared-relu) are
+// non-gated: two matrices, one elementwise op; SwiGLU is gated (three matrices).
+enum class Activation { GELU, SwiGLU, SquaredReLU };
 
 // Mixture of experts. num_experts == 0 means a dense model.
 struct MoeSpec {

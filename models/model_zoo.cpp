@@ -55,7 +55,9 @@ Activation parse_activation(const YamlDoc& doc, const YAML::Node& root) {
   const std::string text = required<std::string>(doc, root, "activation");
   if (text == "gelu") return Activation::GELU;
   if (text == "swiglu") return Activation::SwiGLU;
-  yaml_field_error(doc, root["activation"], "activation", "unknown value '" + text + "' (allowed: gelu, swiglu)");
+  if (text == "squared-relu") return Activation::SquaredReLU;
+  yaml_field_error(doc, root["activation"], "activation",
+                   "unknown value '" + text + "' (allowed: gelu, swiglu, squared-relu)");
 }
 
 std::string stem_of(const std::string& source) {

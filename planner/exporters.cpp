@@ -113,6 +113,7 @@ std::string export_megatron(const Scenario& s) {
     flag("--norm-epsilon", eps.str());
   }
   if (m.activation == Activation::SwiGLU) flag("--swiglu");
+  if (m.activation == Activation::SquaredReLU) flag("--squared-relu");
   if (m.rotary_fraction > 0 && !m.learned_positions) {
     flag("--position-embedding-type", "rope");
     // MLA ropes only its qk-pos-emb part, which --qk-pos-emb-head-dim already says.

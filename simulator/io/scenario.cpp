@@ -203,7 +203,8 @@ void emit_model(YAML::Emitter& o, const ModelSpec& m) {
   o << YAML::Key << "max_seq" << YAML::Value << m.max_seq;
   o << YAML::Key << "tied_embeddings" << YAML::Value << m.tied_embeddings;
   o << YAML::Key << "norm" << YAML::Value << (m.norm == NormKind::LayerNorm ? "layernorm" : "rmsnorm");
-  o << YAML::Key << "activation" << YAML::Value << (m.activation == Activation::GELU ? "gelu" : "swiglu");
+  o << YAML::Key << "activation" << YAML::Value
+    << (m.activation == Activation::GELU ? "gelu" : m.activation == Activation::SwiGLU ? "swiglu" : "squared-relu");
   o << YAML::Key << "parallel_residual" << YAML::Value << m.parallel_residual;
   o << YAML::Key << "rotary_fraction" << YAML::Value << m.rotary_fraction;
   o << YAML::Key << "qkv_bias" << YAML::Value << m.qkv_bias;

@@ -661,3 +661,16 @@ TEST_CASE("--moe-enable-deepep: priced, in the JSON and the plan file, exported 
   REQUIRE(r.code == 0);
   CHECK(contains(read_file(plan), "moe_enable_deepep: true"));
 }
+
+TEST_CASE("run refuses a squared-ReLU model by name: priced, not executed") {
+  const std::string plan = write_temp("plan-relu2.yaml",
+                                      "schema_version: 1\nmodel:\n  name: tiny\n  architecture: {name: tiny, layers: 2, hidden: 32, "
+                                      "ffn: 128, heads: 4, kv_heads: 2, vocab: 64, max_seq: 32, norm: layernorm, activation: squared-relu}\n"
+                                      "hardware: h100-sxm-80g\ngpus: 1\nworkload: {seq: 16, global_batch: 2, dtype: fp32}\n"
+                                      "layout: {dp: 1}\n");
+  Result r = run_sixfold("predict --plan " + plan + " --json");
+  REQUIRE(r.code == 0);
+  r = run_sixfold("run --plan " + plan + " --steps 1");
+  CHECK(r.code == 2);
+  CHECK(contains(r.output, "squared-ReLU MLPs (Nemotron-4) are priced but have no executor kernel"));
+}

@@ -160,6 +160,11 @@ TEST_CASE("bad fields name the file, the line and the field") {
     CHECK(contains(msg, "m.yaml:7:"));
     CHECK(contains(msg, "layernorm, rmsnorm"));
   }
+  SUBCASE("an unknown activation lists the three") {
+    text.replace(text.find("swiglu"), 6, "geglu");
+    const std::string msg = message_of<Error>([&] { parse_model_yaml(text, "m.yaml"); });
+    CHECK(contains(msg, "gelu, swiglu, squared-relu"));
+  }
   SUBCASE("misspelt field") {
     text += "kv_head: 2\n";
     const std::string msg = message_of<Error>([&] { parse_model_yaml(text, "m.yaml"); });

@@ -42,6 +42,18 @@ TEST_CASE("Llama 3 family totals (Llama 3 model cards)") {
   CHECK(count_parameters(load_model("llama3-8b")).total == 8030261248LL);
 }
 
+TEST_CASE("Nemotron-4: 340B and 15B, squared-ReLU MLPs of two matrices (arXiv 2406.11704, 2402.16819)") {
+  // 340B: 96 layers of 4 h^2 (attention, 8 KV heads of 128: q and o h^2 each, k and v h^2/12 each)
+  // + 2 h ffn (up, down) + norms, and two 256000 x h tables. A gated MLP would make it ~471B.
+  const auto big = count_parameters(load_model("nemotron4-340b"));
+  CHECK(big.total > 339e9);
+  CHECK(big.total < 342e9);
+  // 15B: "3.2 billion embedding parameters and 12.5 billion non-embedding parameters" (section 2).
+  const auto small = count_parameters(load_model("nemotron4-15b"));
+  const Count tables = 2LL * 256000 * 6144;  // input embedding and output head, untied
+  check_within_half_percent(small.total - tables, 12.5e9, "nemotron4-15b without its embedding tables");
+}
+
 TEST_CASE("Mixtral-8x7B: 46.7B total, 12.9B active (Jiang et al. 2024)") {
   const auto c = count_parameters(load_model("mixtral-8x7b"));
   check_within_half_percent(c.total, 46.7e9, "mixtral total");

@@ -208,3 +208,17 @@ TEST_CASE("every built-in scenario predicts") {
     CHECK(p.peak_memory <= s.hardware.memory_capacity);
   }
 }
+
+TEST_CASE("Megatron export: a squared-ReLU model sets --squared-relu, not --swiglu") {
+  Scenario s = llama_scenario();
+  s.model = load_model("nemotron4-340b");
+  s.model_name = "nemotron4-340b";
+  s.gpus = 768;
+  s.layout.tp = 8; s.layout.pp = 12; s.layout.dp = 8; s.layout.vpp = 8;
+  s.work.seq = 4096;
+  s.work.global_batch = 768;
+  REQUIRE_NOTHROW(validate_layout(s.model, s.layout, s.work, s.gpus));
+  const std::string text = export_megatron(s);
+  CHECK(text.find("--squared-relu") != std::string::npos);
+  CHECK(text.find("--swiglu") == std::string::npos);
+}

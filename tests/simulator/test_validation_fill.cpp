@@ -367,3 +367,13 @@ TEST_CASE("an unstated torchtitan recompute may checkpoint every k-th layer: the
   CHECK(rep.rows[1].scenario.layout.recompute_every == 0);  // a stated "full" is every layer
   CHECK(rep.rows[2].scenario.layout.recompute_every == 0);  // Composer has no every-k option
 }
+
+TEST_CASE("a row of Nemotron-4 340B's shape is priced with its squared-ReLU MLP, not a gated one") {
+  // 4 x hidden with grouped KV heads would otherwise read as a Llama-style SwiGLU MLP (3 matrices).
+  const ValidationReport rep = run(
+      "N1,a,96,18432,73728,96,8,256000,4096,,,,h100-sxm-80g,6144,8,64,8,12,8,1,1,1,1,1,2304,selective,bf16,,,,,8.0,,,megatron-lm,2024-05,flash,1,\n");
+  REQUIRE(rep.rows.size() == 1);
+  REQUIRE_MESSAGE(rep.rows[0].scored, rep.rows[0].skip_reason);
+  CHECK(rep.rows[0].scenario.model.activation == Activation::SquaredReLU);
+  CHECK(filled(rep.rows[0], "model=nemotron4-340b"));
+}
