@@ -25,6 +25,7 @@ class Expander {
 
  private:
   static constexpr size_t kMaxSymbols = size_t(limits::kLayers) * 4;
+  static constexpr int kMaxDepth = 16;
 
   [[noreturn]] void fail(const std::string& what) const {
     throw UsageError(where_ + ": '" + text_ + "' at character " + std::to_string(at_ + 1) + ": " + what +
@@ -70,8 +71,10 @@ class Expander {
       const char c = text_[at_];
       std::string unit;
       if (c == '(') {
+        if (++depth_ > kMaxDepth) fail("parentheses nested deeper than " + std::to_string(kMaxDepth));
         ++at_;
         unit = sequence();
+        --depth_;
         if (at_ >= text_.size()) fail("'(' without a matching ')'");
         ++at_;  // ')'
       } else if (c == 'E' || c == 't' || c == 'm' || c == 'L' || c == '|') {
@@ -88,6 +91,7 @@ class Expander {
   const std::string& text_;
   const std::string& where_;
   size_t at_ = 0;
+  int depth_ = 0;
 };
 
 }  // namespace

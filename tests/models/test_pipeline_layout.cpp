@@ -65,6 +65,8 @@ TEST_CASE("pipeline layout: bad text names the text, the position and what is al
   CHECK(error_of("Et*|L").find("'*' needs a count") != std::string::npos);
   CHECK(error_of("Et*0|L").find("at least 1") != std::string::npos);
   CHECK(error_of("Et*99999999|L").find("too many symbols") != std::string::npos);
+  CHECK(error_of("E" + std::string(100000, '(') + "t" + std::string(100000, ')') + "L").find("nested deeper") !=
+        std::string::npos);
   CHECK(error_of("EEt|L").find("embedding 'E' twice") != std::string::npos);
   CHECK(error_of("Et|tLL").find("loss 'L' twice") != std::string::npos);
   CHECK(error_of("Et|tx").find("--pipeline-model-parallel-layout") != std::string::npos);
