@@ -43,6 +43,20 @@ SIXFOLD_HD void gelu_backward_element(const T* dy, const T* x, T* dx, long i) {
   dx[i] = T(double(dy[i]) * (0.5 * (1.0 + t) + 0.5 * v * (1.0 - t * t) * dinner));
 }
 
+// Squared ReLU (So et al. 2021, Primer; Nemotron-4's MLP; Megatron's --squared-relu): max(x, 0)^2,
+// whose derivative is 2 max(x, 0).
+template <class T>
+SIXFOLD_HD void squared_relu_forward_element(const T* x, T* y, long i) {
+  const double v = x[i] > T(0) ? double(x[i]) : 0.0;
+  y[i] = T(v * v);
+}
+
+template <class T>
+SIXFOLD_HD void squared_relu_backward_element(const T* dy, const T* x, T* dx, long i) {
+  const double v = x[i] > T(0) ? double(x[i]) : 0.0;
+  dx[i] = T(double(dy[i]) * 2.0 * v);
+}
+
 template <class T>
 void swiglu_forward_ref(const T* gate, const T* up, T* out, long n) {
   for (long i = 0; i < n; ++i) swiglu_forward_element(gate, up, out, i);
@@ -58,6 +72,14 @@ void gelu_forward_ref(const T* x, T* y, long n) {
 template <class T>
 void gelu_backward_ref(const T* dy, const T* x, T* dx, long n) {
   for (long i = 0; i < n; ++i) gelu_backward_element(dy, x, dx, i);
+}
+template <class T>
+void squared_relu_forward_ref(const T* x, T* y, long n) {
+  for (long i = 0; i < n; ++i) squared_relu_forward_element(x, y, i);
+}
+template <class T>
+void squared_relu_backward_ref(const T* dy, const T* x, T* dx, long n) {
+  for (long i = 0; i < n; ++i) squared_relu_backward_element(dy, x, dx, i);
 }
 
 }  // namespace sixfold

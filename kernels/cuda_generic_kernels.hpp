@@ -52,6 +52,10 @@ void gelu_forward(const T* x, T* y, long n, Stream s);
 template <class T>
 void gelu_backward(const T* dy, const T* x, T* dx, long n, Stream s);
 template <class T>
+void squared_relu_forward(const T* x, T* y, long n, Stream s);
+template <class T>
+void squared_relu_backward(const T* dy, const T* x, T* dx, long n, Stream s);
+template <class T>
 void attention_forward(const T* q, const T* k, const T* v, T* out, T* lse, const int* q_pos, const int* k_pos, int tq,
                        int tk, int heads, int kv_heads, int d, T scale, Stream s);
 template <class T>

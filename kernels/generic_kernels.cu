@@ -121,6 +121,14 @@ template <class T>
 __global__ void gelu_backward_k(const T* dy, const T* x, T* dx, long n) {
   SIXFOLD_FOR_EACH(i, n) gelu_backward_element(dy, x, dx, i);
 }
+template <class T>
+__global__ void squared_relu_forward_k(const T* x, T* y, long n) {
+  SIXFOLD_FOR_EACH(i, n) squared_relu_forward_element(x, y, i);
+}
+template <class T>
+__global__ void squared_relu_backward_k(const T* dy, const T* x, T* dx, long n) {
+  SIXFOLD_FOR_EACH(i, n) squared_relu_backward_element(dy, x, dx, i);
+}
 
 template <class T>
 __global__ void attention_forward_k(const T* q, const T* k, const T* v, T* out, T* lse, const int* q_pos,
@@ -281,6 +289,14 @@ void gelu_backward(const T* dy, const T* x, T* dx, long n, Stream s) {
   if (n > 0) SIXFOLD_LAUNCH(gelu_backward_k<T>, n, s, dy, x, dx, n);
 }
 template <class T>
+void squared_relu_forward(const T* x, T* y, long n, Stream s) {
+  if (n > 0) SIXFOLD_LAUNCH(squared_relu_forward_k<T>, n, s, x, y, n);
+}
+template <class T>
+void squared_relu_backward(const T* dy, const T* x, T* dx, long n, Stream s) {
+  if (n > 0) SIXFOLD_LAUNCH(squared_relu_backward_k<T>, n, s, dy, x, dx, n);
+}
+template <class T>
 void attention_forward(const T* q, const T* k, const T* v, T* out, T* lse, const int* q_pos, const int* k_pos, int tq,
                        int tk, int heads, int kv_heads, int d, T scale, Stream s) {
   const long n = long(tq) * heads;
@@ -363,6 +379,8 @@ void adamw(T* param, const T* grad, T* m, T* v, long n, double lr, double beta1,
   template void swiglu_backward<T>(const T*, const T*, const T*, T*, T*, long, Stream);                                \
   template void gelu_forward<T>(const T*, T*, long, Stream);                                                           \
   template void gelu_backward<T>(const T*, const T*, T*, long, Stream);                                                \
+  template void squared_relu_forward<T>(const T*, T*, long, Stream);                                                   \
+  template void squared_relu_backward<T>(const T*, const T*, T*, long, Stream);                                        \
   template void attention_forward<T>(const T*, const T*, const T*, T*, T*, const int*, const int*, int, int, int, int, \
                                      int, T, Stream);                                                                  \
   template void attention_backward<T>(const T*, const T*, const T*, const T*, const T*, const T*, T*, T*, T*,          \

@@ -22,6 +22,8 @@ namespace sixfold {
   template void swiglu_backward_ref<T>(const T*, const T*, const T*, T*, T*, long);                            \
   template void gelu_forward_ref<T>(const T*, T*, long);                                                       \
   template void gelu_backward_ref<T>(const T*, const T*, T*, long);                                            \
+  template void squared_relu_forward_ref<T>(const T*, T*, long);                                               \
+  template void squared_relu_backward_ref<T>(const T*, const T*, T*, long);                                    \
   template void logits_rowmax_ref<T>(const T*, T*, int, int);                                                  \
   template void logits_sumexp_ref<T>(const T*, const T*, T*, int, int);                                        \
   template void target_logit_ref<T>(const T*, const int*, int, T*, int, int);                                  \

@@ -49,6 +49,8 @@ class DeviceOps {
   virtual void swiglu_backward(const T* dout, const T* gate, const T* up, T* dgate, T* dup, long n) = 0;
   virtual void gelu_forward(const T* x, T* y, long n) = 0;
   virtual void gelu_backward(const T* dy, const T* x, T* dx, long n) = 0;
+  virtual void squared_relu_forward(const T* x, T* y, long n) = 0;
+  virtual void squared_relu_backward(const T* dy, const T* x, T* dx, long n) = 0;
 
   // ---- attention (kernels/attention_ref.hpp) ----
   virtual void attention_forward(const T* q, const T* k, const T* v, T* out, T* lse, const int* q_pos, const int* k_pos,

@@ -40,8 +40,6 @@ ModelRuntime<T>::ModelRuntime(const ModelSpec& model, const Layout& layout, cons
     : model_(model), layout_(layout), work_(work), program_(std::move(program)), seed_(seed), hp_(hp) {
   validate_layout(model, layout, work, groups.world->size());
   require(!model.mla.enabled, "MLA attention is not implemented in the executor");
-  require(model.activation != Activation::SquaredReLU,
-          "squared-ReLU MLPs (Nemotron-4) are priced but have no executor kernel yet (GELU and SwiGLU run)");
   require(!model.qkv_bias && !model.linear_bias, "linear biases are not implemented in the executor");
   require(!model.qk_norm && !model.learned_positions && !model.parallel_residual,
           "qk-norm, learned positions and parallel residual are not implemented in the executor");

@@ -14,13 +14,14 @@ struct ExpertShape {
   int experts, local_experts, k, ep, ep_rank;
   long hidden, ffn;
   bool swiglu;
+  bool squared_relu;  // the non-gated activation: squared ReLU, else GELU
 };
 
 ExpertShape shape_of(const ExecContext& ctx) {
   const auto& m = *ctx.model;
   const int ep = ctx.layout->ep;
   return {m.moe.num_experts, m.moe.num_experts / ep, m.moe.top_k, ep, ctx.groups->ep_rank, ctx.hidden,
-          long(m.moe.expert_ffn), m.activation == Activation::SwiGLU};
+          long(m.moe.expert_ffn), m.activation == Activation::SwiGLU, m.activation == Activation::SquaredReLU};
 }
 
 // Exchanges row blocks over the EP group: block i of `send` (send_rows[i] rows of width H) to
@@ -38,10 +39,12 @@ void exchange_rows(const ExecContext& ctx, const T* send, const std::vector<long
   ctx.groups->ep->all_to_all_v(send, sc.data(), recv, rc.data(), elem_type_of<T>());
 }
 
-// The expert activation before its routing-probability weight: SwiGLU(gate, up) or GELU(gate).
+// The expert activation before its routing-probability weight: SwiGLU(gate, up), or GELU or
+// squared ReLU of the gate.
 template <class T>
 void unweighted_activation(DeviceOps<T>& ops, const ExpertShape& s, const T* gate, const T* up, T* out, long n) {
   if (s.swiglu) ops.swiglu_forward(gate, up, out, n);
+  else if (s.squared_relu) ops.squared_relu_forward(gate, out, n);
   else ops.gelu_forward(gate, out, n);
 }
 
@@ -289,6 +292,7 @@ bool MoeBlock<T>::backward_op(OpCursor& ops, const Op& op) {
       ops.row_dot(da, au, p.d_prob.data() + row, n, F);
       ops.scale_rows(da, saved.expert_prob.data() + row, n, F);
       if (s.swiglu) ops.swiglu_backward(da, gate, up, p.d_gate.data() + row * F, p.d_up.data() + row * F, n * F);
+      else if (s.squared_relu) ops.squared_relu_backward(da, gate, p.d_gate.data() + row * F, n * F);
       else ops.gelu_backward(da, gate, p.d_gate.data() + row * F, n * F);
     });
     p.act_u.free();

@@ -22,6 +22,7 @@ TransformerLayer<T>::TransformerLayer(const ExecContext& ctx, int layer, std::ui
   const int tp_rank = ctx.groups->me.tp;
   moe_ = m.is_moe_layer(layer);
   swiglu_ = m.activation == Activation::SwiGLU;
+  squared_relu_ = m.activation == Activation::SquaredReLU;
   layernorm_ = m.norm == NormKind::LayerNorm;
   const long H = ctx.hidden, d = ctx.head_dim, hl = ctx.heads_local, kvl = ctx.kv_heads_local;
   const std::string p = "layer" + std::to_string(layer) + ".";
@@ -286,6 +287,7 @@ void TransformerLayer<T>::forward_op(const ExecContext& ctx, OpCursor& ops, cons
   } else if (named(op, "mlp_act")) {
     OpScope timer(ops.take(op.name));
     if (swiglu_) ctx.ops<T>().swiglu_forward(s.gate.data(), s.up.data(), s.act.data(), N * Fl);
+    else if (squared_relu_) ctx.ops<T>().squared_relu_forward(s.gate.data(), s.act.data(), N * Fl);
     else ctx.ops<T>().gelu_forward(s.gate.data(), s.act.data(), N * Fl);
   } else if (named(op, "mlp_down")) {
     f.partial.reset(mem, Bf, N * H);
@@ -384,6 +386,7 @@ void TransformerLayer<T>::backward_op(const ExecContext& ctx, OpCursor& ops, con
     b.dgate.reset(mem, Bf, N * Fl);
     b.dup.reset(mem, Bf, swiglu_ ? N * Fl : 0);
     if (swiglu_) ctx.ops<T>().swiglu_backward(b.dact.data(), s.gate.data(), s.up.data(), b.dgate.data(), b.dup.data(), N * Fl);
+    else if (squared_relu_) ctx.ops<T>().squared_relu_backward(b.dact.data(), s.gate.data(), b.dgate.data(), N * Fl);
     else ctx.ops<T>().gelu_backward(b.dact.data(), s.gate.data(), b.dgate.data(), N * Fl);
     b.dact.free();
   } else if (named(op, "mlp_up")) {

@@ -74,7 +74,7 @@ class TransformerLayer {
   MoeGrads<T> moe_grads();
 
   int layer_;
-  bool moe_ = false, swiglu_ = true, layernorm_ = false;
+  bool moe_ = false, swiglu_ = true, squared_relu_ = false, layernorm_ = false;
   bool kept_ = false;
   // The layout's recompute policy, or none for a layer partial recompute keeps.
   Recompute policy(const ExecContext& ctx) const { return kept_ ? Recompute::None : ctx.layout->recompute; }

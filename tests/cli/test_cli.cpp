@@ -662,7 +662,7 @@ TEST_CASE("--moe-enable-deepep: priced, in the JSON and the plan file, exported 
   CHECK(contains(read_file(plan), "moe_enable_deepep: true"));
 }
 
-TEST_CASE("run refuses a squared-ReLU model by name: priced, not executed") {
+TEST_CASE("a squared-ReLU model is priced and run") {
   const std::string plan = write_temp("plan-relu2.yaml",
                                       "schema_version: 1\nmodel:\n  name: tiny\n  architecture: {name: tiny, layers: 2, hidden: 32, "
                                       "ffn: 128, heads: 4, kv_heads: 2, vocab: 64, max_seq: 32, norm: layernorm, activation: squared-relu}\n"
@@ -670,7 +670,6 @@ TEST_CASE("run refuses a squared-ReLU model by name: priced, not executed") {
                                       "layout: {dp: 1}\n");
   Result r = run_sixfold("predict --plan " + plan + " --json");
   REQUIRE(r.code == 0);
-  r = run_sixfold("run --plan " + plan + " --steps 1");
-  CHECK(r.code == 2);
-  CHECK(contains(r.output, "squared-ReLU MLPs (Nemotron-4) are priced but have no executor kernel"));
+  r = run_sixfold("run --plan " + plan + " --steps 1");  // one rank, no mpirun
+  CHECK(r.code == 0);
 }

@@ -87,6 +87,20 @@ TEST_CASE("cuda backend: LayerNorm + GELU with tied embeddings matches the CPU b
   for (size_t s = 0; s < cpu.losses.size(); ++s) CHECK(gpu.losses[s] == doctest::Approx(cpu.losses[s]).epsilon(1e-10));
 }
 
+TEST_CASE("cuda backend: a squared-ReLU MLP matches the CPU backend") {
+  ModelSpec m = tiny_gpt_model();
+  m.activation = Activation::SquaredReLU;
+  Layout l;
+  RunOptions opt;
+  opt.steps = 3;
+  opt.precision = Precision::Float64;
+  const RunReport cpu = run_plan(m, l, tiny_workload(), opt);
+  opt.backend = "cuda";
+  const RunReport gpu = run_plan(m, l, tiny_workload(), opt);
+  REQUIRE(gpu.losses.size() == cpu.losses.size());
+  for (size_t s = 0; s < cpu.losses.size(); ++s) CHECK(gpu.losses[s] == doctest::Approx(cpu.losses[s]).epsilon(1e-10));
+}
+
 TEST_CASE("cuda backend: tiny model losses match the CPU backend (float32 and float64)") {
   Layout l;
   l.micro_batch = 2;  // 4 micro-batches: gradient accumulation through beta = 1 GEMMs

@@ -29,6 +29,7 @@ struct Case {
   Layout layout;
   bool moe = false;
   bool tied = false;
+  bool squared_relu = false;  // Nemotron-4's MLP instead of SwiGLU
   int layers = 0;  // 0: the tiny model's
 };
 
@@ -67,6 +68,7 @@ std::map<std::string, std::function<Case()>> cases() {
          c.layers = 7; c.layout.pp = 2; c.layout.vpp = 2; c.layout.schedule = Schedule::Interleaved; c.layout.micro_batch = 1;
          c.layout.pipeline_layout = "Et*3|tt|tt|L"; })},
       {"ep2_dp2_moe", with([](Case& c) { c.layout.dp = 2; c.layout.ep = 2; c.moe = true; })},
+      {"tp2_sp_squared_relu", with([](Case& c) { c.layout.tp = 2; c.layout.sp = true; c.squared_relu = true; })},
       {"ep4_dp4_moe_zero1", with([](Case& c) {
          c.layout.dp = 4; c.layout.ep = 4; c.layout.zero = 1; c.layout.micro_batch = 1; c.moe = true; })},
       {"moe_ep2_dp2_tp2_sp", with([](Case& c) {
@@ -182,6 +184,7 @@ int main(int argc, char** argv) {
     const double tolerance = opt.precision == Precision::Float64 ? 1e-9 : 1e-4;
     ModelSpec model = test::tiny_model(c.moe);
     model.tied_embeddings = c.tied;
+    if (c.squared_relu) model.activation = Activation::SquaredReLU;
     if (c.layers > 0) model.layers = c.layers;
     const Workload work = test::tiny_workload();
     Layout single;

@@ -63,6 +63,15 @@ TEST_CASE("model gradient check: LayerNorm + GELU, tied embeddings, partial rota
   CHECK(model_gradcheck(m) < 1e-4);
 }
 
+TEST_CASE("model gradient check: squared-ReLU MLPs, dense and MoE (Nemotron-4's activation)") {
+  ModelSpec m = tiny_gpt_model();
+  m.activation = Activation::SquaredReLU;
+  CHECK(model_gradcheck(m) < 1e-4);
+  ModelSpec moe = tiny_model(true);
+  moe.activation = Activation::SquaredReLU;
+  CHECK(model_gradcheck(moe) < 1e-4);
+}
+
 TEST_CASE("model gradient check: MoE top-2 of 4 experts") {
   CHECK(model_gradcheck(tiny_model(true)) < 1e-4);
 }

@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include <cmath>
+
 #include "kernels/activation_ref.hpp"
 #include "gradcheck_util.hpp"
 
@@ -35,4 +37,24 @@ TEST_CASE("gelu backward matches finite differences, gelu(0) = 0, gelu(large) = 
   gelu_forward_ref(in, out, 2);
   CHECK(out[0] == 0.0);
   CHECK(out[1] == doctest::Approx(10.0));
+}
+
+TEST_CASE("squared ReLU backward matches finite differences, zero below 0, x^2 above") {
+  const long n = 9;
+  auto x = random_vector(n, 26, 2.0), r = random_vector(n, 27);
+  for (double& v : x)
+    if (std::abs(v) < 1e-3) v = 0.5;  // away from the kink at 0, where the difference quotient straddles it
+  std::vector<double> y(n);
+  auto loss = [&] {
+    squared_relu_forward_ref(x.data(), y.data(), n);
+    return dot(y, r);
+  };
+  std::vector<double> dx(n);
+  squared_relu_backward_ref(r.data(), x.data(), dx.data(), n);
+  CHECK(max_rel_error(dx, numeric_gradient(x, loss)) < 1e-7);
+  double in[3] = {-3.0, 0.0, 3.0}, out[3];
+  squared_relu_forward_ref(in, out, 3);
+  CHECK(out[0] == 0.0);
+  CHECK(out[1] == 0.0);
+  CHECK(out[2] == 9.0);
 }

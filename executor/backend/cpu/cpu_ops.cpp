@@ -130,6 +130,18 @@ void CpuOps<T>::gelu_backward(const T* dy, const T* x, T* dx, long n) {
 }
 
 template <class T>
+void CpuOps<T>::squared_relu_forward(const T* x, T* y, long n) {
+  OpenWindow open(window_);
+  squared_relu_forward_ref(x, y, n);
+}
+
+template <class T>
+void CpuOps<T>::squared_relu_backward(const T* dy, const T* x, T* dx, long n) {
+  OpenWindow open(window_);
+  squared_relu_backward_ref(dy, x, dx, n);
+}
+
+template <class T>
 void CpuOps<T>::attention_forward(const T* q, const T* k, const T* v, T* out, T* lse, const int* q_pos,
                                   const int* k_pos, int tq, int tk, int heads, int kv_heads, int d, T scale) {
   OpenWindow open(window_);

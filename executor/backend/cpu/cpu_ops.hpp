@@ -58,6 +58,8 @@ class CpuOps final : public DeviceOps<T> {
   void swiglu_backward(const T* dout, const T* gate, const T* up, T* dgate, T* dup, long n) override;
   void gelu_forward(const T* x, T* y, long n) override;
   void gelu_backward(const T* dy, const T* x, T* dx, long n) override;
+  void squared_relu_forward(const T* x, T* y, long n) override;
+  void squared_relu_backward(const T* dy, const T* x, T* dx, long n) override;
   void attention_forward(const T* q, const T* k, const T* v, T* out, T* lse, const int* q_pos, const int* k_pos, int tq,
                          int tk, int heads, int kv_heads, int d, T scale) override;
   void attention_backward(const T* dout, const T* q, const T* k, const T* v, const T* out, const T* lse, T* dq,

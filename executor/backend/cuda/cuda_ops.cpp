@@ -126,6 +126,10 @@ class CudaOps final : public DeviceOps<T> {
   }
   void gelu_forward(const T* x, T* y, long n) override { g::gelu_forward(x, y, n, s()); }
   void gelu_backward(const T* dy, const T* x, T* dx, long n) override { g::gelu_backward(dy, x, dx, n, s()); }
+  void squared_relu_forward(const T* x, T* y, long n) override { g::squared_relu_forward(x, y, n, s()); }
+  void squared_relu_backward(const T* dy, const T* x, T* dx, long n) override {
+    g::squared_relu_backward(dy, x, dx, n, s());
+  }
   void attention_forward(const T* q, const T* k, const T* v, T* out, T* lse, const int* q_pos, const int* k_pos, int tq,
                          int tk, int heads, int kv_heads, int d, T scale) override {
     const auto p = upload({{q_pos, tq}, {k_pos, tk}});
