@@ -201,6 +201,21 @@ void read_llama_like(const ConfigReader& cfg, const json& root, ModelSpec& m) {
   m.qkv_bias = cfg.boolean("attention_bias", false);
 }
 
+// Nemotron (transformers' NemotronConfig: Nemotron-4, Minitron): LayerNorm1P (a LayerNorm whose
+// weight is stored offset by one), a squared-ReLU MLP of two matrices, RoPE on
+// partial_rotary_factor (default 0.5) of each head, no biases unless attention_bias / mlp_bias.
+void read_nemotron(const ConfigReader& cfg, const json& root, ModelSpec& m) {
+  read_common(cfg, m);
+  check_activation(cfg, {"relu2"});
+  m.ffn = cfg.count("intermediate_size", "ffn");
+  m.norm = NormKind::LayerNorm;
+  m.activation = Activation::SquaredReLU;
+  m.rotary_fraction = rotary_fraction_of(cfg, root, 0.5, &m);
+  if (const double eps = cfg.number("norm_eps", 0.0); eps > 0) m.norm_eps = eps;
+  m.qkv_bias = cfg.boolean("attention_bias", false);
+  m.linear_bias = cfg.boolean("mlp_bias", false);
+}
+
 void read_gpt_neox(const ConfigReader& cfg, const json& root, ModelSpec& m) {
   read_common(cfg, m);
   check_activation(cfg, {"gelu", "gelu_new", "gelu_fast", "gelu_pytorch_tanh"});
@@ -277,8 +292,8 @@ void read_deepseek(const ConfigReader& cfg, const json& root, ModelSpec& m, bool
 }  // namespace
 
 const std::vector<std::string>& supported_hf_model_types() {
-  static const std::vector<std::string> types = {"deepseek_v2", "deepseek_v3", "gpt_neox", "llama", "mistral",
-                                                 "mixtral",     "qwen2",       "qwen3",    "qwen3_moe"};
+  static const std::vector<std::string> types = {"deepseek_v2", "deepseek_v3", "gpt_neox", "llama",    "mistral",
+                                                 "mixtral",     "nemotron",    "qwen2",    "qwen3", "qwen3_moe"};
   return types;
 }
 
@@ -304,6 +319,8 @@ ModelSpec parse_hf_config(const std::string& json_text, const std::string& sourc
   m.name = name;
   if (type == "gpt_neox") {
     read_gpt_neox(cfg, root, m);
+  } else if (type == "nemotron") {
+    read_nemotron(cfg, root, m);
   } else if (type == "deepseek_v2" || type == "deepseek_v3") {
     read_deepseek(cfg, root, m, type == "deepseek_v3");
   } else {

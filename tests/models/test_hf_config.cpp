@@ -88,7 +88,9 @@ TEST_CASE("HF config.json fixtures import to the same architecture as their zoo 
                {"mixtral-8x7b.json", "mixtral-8x7b"},
                {"qwen3-30b-a3b.json", "qwen3-30b-a3b"},
                {"deepseek-v3.json", "deepseek-v3"},
-               {"pythia-6.9b.json", "pythia-6.9b"}};
+               {"pythia-6.9b.json", "pythia-6.9b"},
+               // Nemotron-4 340B's Table 1 written in transformers' NemotronConfig fields.
+               {"nemotron4-340b.json", "nemotron4-340b"}};
   for (const auto& p : pairs) {
     INFO(p.file);
     const ModelSpec imported = load_model(fixture(p.file));  // detected as JSON by load_model
@@ -189,7 +191,7 @@ TEST_CASE("unsupported model_type lists the supported ones") {
   const std::string msg = message_of<UsageError>([&] { parse_hf_config(text, "g.json", "m"); });
   CHECK(contains(msg, "g.json"));
   CHECK(contains(msg, "gemma3"));
-  CHECK(contains(msg, "llama, mistral, mixtral, qwen2, qwen3, qwen3_moe"));
+  CHECK(contains(msg, "llama, mistral, mixtral, nemotron, qwen2, qwen3, qwen3_moe"));
   CHECK(contains(msg, "deepseek_v3"));
   CHECK(contains(msg, "gpt_neox"));
 }
