@@ -16,6 +16,16 @@ void OpListCost::add(const OpListCost& o, double times) {
   overhead += times * o.overhead;
 }
 
+namespace {
+// The host dispatch a list adds beyond its GPU time (overlap::dispatch_bound), on the GPU time as
+// it stands: after pricing, and again once overlap_ep hides all-to-alls.
+void set_dispatch_overhead(OpListCost& c, const HardwareProfile& hw) {
+  c.overhead = 0;
+  const Seconds gpu = c.duration();
+  c.overhead = overlap::dispatch_bound(gpu, c.host, hw.dispatch_overlap) - gpu;
+}
+}  // namespace
+
 OpListCost price_op_list(const std::vector<Op>& ops, size_t recompute_ops, const OpPricer& pricer, bool tp_overlap,
                          OpSelection selection) {
   OpListCost c;
@@ -109,9 +119,8 @@ OpListCost price_op_list(const std::vector<Op>& ops, size_t recompute_ops, const
   c.tp_exposed = overlap::with_hiding_cost(c.tp_raw, tp_hidable, hw.overlap_slowdown, [&](Seconds w) {
     return overlap::exposed_tp(c.tp_raw, w, tp_overlap);
   }) + partial_sums;
-  const Seconds gpu = c.duration();
   c.host = priced * hw.kernel_overhead;
-  c.overhead = overlap::dispatch_bound(gpu, c.host, hw.dispatch_overlap) - gpu;
+  set_dispatch_overhead(c, hw);
   return c;
 }
 
@@ -124,12 +133,6 @@ void overlap_ep(OpListCost& f, OpListCost& b, const OpPricer& pricer) {
     return overlap::with_hiding_cost(transfer, window, slowdown,
                                      [&](Seconds w) { return overlap::exposed_behind(transfer, w); });
   };
-  // The host dispatch bound over the GPU time as it is once the all-to-alls hide.
-  auto redo_overhead = [&](OpListCost& c) {
-    c.overhead = 0;
-    const Seconds gpu = c.duration();
-    c.overhead = overlap::dispatch_bound(gpu, c.host, pricer.hardware().dispatch_overlap) - gpu;
-  };
   if (f.ep_all_to_alls == 2 && b.ep_all_to_alls == 2) {
     // Each list's other EP collectives (expert-TP) stay where they were.
     const Seconds f_other = f.ep - f.ep_all_to_all[0] - f.ep_all_to_all[1];
@@ -141,8 +144,8 @@ void overlap_ep(OpListCost& f, OpListCost& b, const OpPricer& pricer) {
     for (OpListCost* c : {&f, &b})
       if (c->ep > 0) c->ep = exposed(c->ep, c->compute);
   }
-  redo_overhead(f);
-  redo_overhead(b);
+  set_dispatch_overhead(f, pricer.hardware());
+  set_dispatch_overhead(b, pricer.hardware());
 }
 
 }  // namespace sixfold
