@@ -40,7 +40,7 @@ std::string explain_difference(const PlanRequest& rq, const Layout& winner, cons
     const std::string& name = cb[worst].first;
     out += ": " + name + " " + fmt("%+.3f s", worst_delta);
     if (ca[worst].second > 0) out += fmt(" (%+.0f%%)", 100.0 * worst_delta / ca[worst].second);
-    if (name == "tp_comm" && loser.tp > rq.hardware.gpus_per_node) out = "tp=" + std::to_string(loser.tp) + " crosses nodes: " + out;
+    if (name == "tp_comm" && loser.tp > rq.hardware.scale_up_gpus()) out = "tp=" + std::to_string(loser.tp) + " crosses nodes: " + out;
     else if (name == "bubble") out += fmt(", pipeline bubble over %.0f micro-batches", double(b.micro_batches));
     else if (name == "recompute") out += " re-running the forward to save activations";
     else if (name == "dp_comm" && loser.zero == 3) out += " gathering ZeRO-3 parameters every micro-batch";
@@ -85,7 +85,7 @@ std::vector<FamilyVerdict> compare_families(const PlanRequest& rq, const PlanRes
     unsigned own;  // the fields the family is about
   };
   const Layout& r = rec.layout;
-  const int per_node = rq.hardware.gpus_per_node;
+  const int per_node = rq.hardware.scale_up_gpus();
   std::vector<Family> families = {
       {"no PP", [](const Layout& l) { return l.pp == 1; }, kPp | kVpp},
       {"PP", [](const Layout& l) { return l.pp > 1; }, kPp | kVpp},

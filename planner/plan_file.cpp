@@ -43,6 +43,7 @@ std::string plan_yaml(const Scenario& s, const Prediction& p) {
   o << YAML::Key << "hardware" << YAML::Value << (s.hardware_name.empty() ? s.hardware.name : s.hardware_name);
   o << YAML::Key << "gpus" << YAML::Value << s.gpus;
   o << YAML::Key << "gpus_per_node" << YAML::Value << s.hardware.gpus_per_node;
+  if (s.hardware.nvlink_domain > 0) o << YAML::Key << "nvlink_domain" << YAML::Value << s.hardware.nvlink_domain;
   // The cluster the plan was priced for (a --cluster file or --network-bandwidth changes them).
   o << YAML::Key << "network_bandwidth" << YAML::Value << rate_text(s.hardware.network_bandwidth);
   o << YAML::Key << "intra_node_bandwidth" << YAML::Value << rate_text(s.hardware.intra_node_bandwidth);

@@ -273,7 +273,7 @@ PlanResult plan(const PlanRequest& rq) {
   PlanResult res;
   res.budget = rq.memory_budget > 0 ? rq.memory_budget : default_memory_budget(rq.hardware);
   std::vector<Mesh> meshes =
-      enumerate_meshes(rq.model, rq.work, rq.gpus, rq.hardware.gpus_per_node, rq.search, res.pruned);
+      enumerate_meshes(rq.model, rq.work, rq.gpus, rq.hardware.scale_up_gpus(), rq.search, res.pruned);
   res.meshes = Count(meshes.size());
   // Meshes of one layer shape go to one worker in a row, so that it builds and prices their layers once.
   auto shape_of = [](const Mesh& m) { return std::tuple(m.tp, m.cp, m.ep, m.etp); };

@@ -100,12 +100,12 @@ Layout make_layout(const Mesh& mesh, const ProgramKey& key, const Variant& v) {
   return l;
 }
 
-std::vector<Mesh> enumerate_meshes(const ModelSpec& model, const Workload& work, int gpus, int gpus_per_node,
+std::vector<Mesh> enumerate_meshes(const ModelSpec& model, const Workload& work, int gpus, int scale_up_gpus,
                                    const SearchOptions& o, PruneCounts& pruned) {
   std::vector<Mesh> out;
-  const int max_tp = o.max_tp > 0 ? o.max_tp : gpus_per_node;
+  const int max_tp = o.max_tp > 0 ? o.max_tp : scale_up_gpus;
   for (int tp : divisors(gpus)) {
-    if (tp > max_tp) { ++pruned["tp at most --max-tp (default: GPUs per node)"]; continue; }
+    if (tp > max_tp) { ++pruned["tp at most --max-tp (default: GPUs per NVLink domain)"]; continue; }
     if (model.heads % tp != 0) { ++pruned["tp divides heads"]; continue; }
     if (model.kv_heads % tp != 0 && tp % model.kv_heads != 0) {
       ++pruned["tp divides kv heads (or kv heads divide tp)"];
@@ -279,10 +279,10 @@ std::vector<Variant> variants(const ModelSpec& model, const Workload& work, cons
   return out;
 }
 
-std::vector<Layout> enumerate_layouts(const ModelSpec& model, const Workload& work, int gpus, int gpus_per_node,
+std::vector<Layout> enumerate_layouts(const ModelSpec& model, const Workload& work, int gpus, int scale_up_gpus,
                                       const SearchOptions& o, PruneCounts& pruned) {
   std::vector<Layout> out;
-  for (const Mesh& mesh : enumerate_meshes(model, work, gpus, gpus_per_node, o, pruned)) {
+  for (const Mesh& mesh : enumerate_meshes(model, work, gpus, scale_up_gpus, o, pruned)) {
     const auto keys = program_keys(model, work, mesh, o, pruned);
     for (Count b : mesh.micro_batches) {
       const auto vs = variants(model, work, mesh, b, o, pruned);

@@ -102,7 +102,7 @@ struct Variant {
 Layout make_layout(const Mesh& mesh, const ProgramKey& key, const Variant& v);
 
 // Every valid mesh for `gpus` GPUs; counts meshes removed by each constraint.
-std::vector<Mesh> enumerate_meshes(const ModelSpec& model, const Workload& work, int gpus, int gpus_per_node,
+std::vector<Mesh> enumerate_meshes(const ModelSpec& model, const Workload& work, int gpus, int scale_up_gpus,
                                    const SearchOptions& options, PruneCounts& pruned);
 
 // Program keys of a mesh in the order the planner walks them: sp on before off, micro-batch
@@ -117,7 +117,7 @@ std::vector<Variant> variants(const ModelSpec& model, const Workload& work, cons
                               const SearchOptions& options, PruneCounts& pruned);
 
 // The whole space flattened (tests and small problems; the planner walks it level by level).
-std::vector<Layout> enumerate_layouts(const ModelSpec& model, const Workload& work, int gpus, int gpus_per_node,
+std::vector<Layout> enumerate_layouts(const ModelSpec& model, const Workload& work, int gpus, int scale_up_gpus,
                                       const SearchOptions& options, PruneCounts& pruned);
 
 // How many parallelism features a layout turns on: the tie-break that prefers simpler layouts.

@@ -8,7 +8,7 @@
 
 namespace sixfold {
 
-GroupPlacement place_group(Group g, const Layout& l, int gpus_per_node) {
+GroupPlacement place_group(Group g, const Layout& l, int scale_up_gpus) {
   long stride = 1;
   int size = 1;
   switch (g) {
@@ -23,19 +23,19 @@ GroupPlacement place_group(Group g, const Layout& l, int gpus_per_node) {
   }
   GroupPlacement p;
   p.size = size;
-  p.crosses_nodes = size > 1 && stride * size > gpus_per_node;
+  p.crosses_nodes = size > 1 && stride * size > scale_up_gpus;
   // A pipeline neighbour is in the same node only when a whole tp*cp*dp block fits twice in it.
-  if (g == Group::PP) p.crosses_nodes = stride * 2 > gpus_per_node;
-  p.ranks_per_node = int(std::max<long>(1, std::min<long>(size, gpus_per_node / std::max<long>(1, stride))));
+  if (g == Group::PP) p.crosses_nodes = stride * 2 > scale_up_gpus;
+  p.ranks_per_node = int(std::max<long>(1, std::min<long>(size, scale_up_gpus / std::max<long>(1, stride))));
   if (g == Group::PP) p.ranks_per_node = 1;
   return p;
 }
 
-GroupPlacement place_gradient_group(const Layout& l, int gpus_per_node) {
+GroupPlacement place_gradient_group(const Layout& l, int scale_up_gpus) {
   GroupPlacement p;
   p.size = l.dp * l.cp;
-  p.crosses_nodes = p.size > 1 && mesh_stride(l, MeshAxis::PP) > gpus_per_node;  // the tp*cp*dp block
-  p.ranks_per_node = std::max(1, std::min(p.size, gpus_per_node / std::max(1, l.tp)));
+  p.crosses_nodes = p.size > 1 && mesh_stride(l, MeshAxis::PP) > scale_up_gpus;  // the tp*cp*dp block
+  p.ranks_per_node = std::max(1, std::min(p.size, scale_up_gpus / std::max(1, l.tp)));
   return p;
 }
 

@@ -15,9 +15,9 @@ struct GroupPlacement {
 
 // Rank order is Megatron's: tp fastest, then cp, dp, pp. Expert groups: etp fastest, then ep,
 // then the expert-data group. A group spans nodes when its stride times its size exceeds the node.
-GroupPlacement place_group(Group group, const Layout& layout, int gpus_per_node);
+GroupPlacement place_group(Group group, const Layout& layout, int scale_up_gpus);
 // The group that reduces dense gradients: dp x cp ranks at stride tp (Megatron).
-GroupPlacement place_gradient_group(const Layout& layout, int gpus_per_node);
+GroupPlacement place_gradient_group(const Layout& layout, int scale_up_gpus);
 
 // nccl-tests' bus-bandwidth factor of a collective on n ranks.
 double bus_factor(Collective c, int n);

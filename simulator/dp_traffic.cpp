@@ -121,7 +121,7 @@ Seconds op_time(const DpOp& o, const GroupPlacement& dense, const GroupPlacement
 }  // namespace
 
 Seconds dp_op_time(const DpOp& o, const Layout& l, const HardwareProfile& hw) {
-  return op_time(o, place_gradient_group(l, hw.gpus_per_node), place_group(Group::ExpertData, l, hw.gpus_per_node), hw);
+  return op_time(o, place_gradient_group(l, hw.scale_up_gpus()), place_group(Group::ExpertData, l, hw.scale_up_gpus()), hw);
 }
 
 DpTraffic dp_traffic(const ModelSpec& model, const HardwareProfile& hw, const Workload& work, const Layout& l,
@@ -130,8 +130,8 @@ DpTraffic dp_traffic(const ModelSpec& model, const HardwareProfile& hw, const Wo
   const DpOps d = dp_ops(model, work, l, st, 1);
   DpTraffic t;
   static_cast<DpSchedule&>(t) = d;
-  const GroupPlacement dense = place_gradient_group(l, hw.gpus_per_node);
-  const GroupPlacement expert = place_group(Group::ExpertData, l, hw.gpus_per_node);
+  const GroupPlacement dense = place_gradient_group(l, hw.scale_up_gpus());
+  const GroupPlacement expert = place_group(Group::ExpertData, l, hw.scale_up_gpus());
   Seconds gather_one = 0;  // one gather of each group
   for (const DpOp& o : d.ops) {
     const Seconds one = op_time(o, dense, expert, hw);

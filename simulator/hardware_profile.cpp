@@ -227,8 +227,8 @@ HardwareProfile parse_hardware(const std::string& yaml_text, const std::string& 
   if (!root || !root.IsMap()) throw Error(source + ": a hardware profile must be a YAML map of fields");
   r.only_keys(root, "",
               {"name", "description", "peak_tflops", "memory_capacity", "memory_bandwidth", "sm_count",
-               "gpus_per_node", "intra_node_bandwidth", "pcie_only", "network_bandwidth", "network_latency",
-               "gemm", "attention_efficiency", "memory_efficiency", "intra_node", "inter_node",
+               "gpus_per_node", "nvlink_domain", "intra_node_bandwidth", "pcie_only", "network_bandwidth",
+               "network_latency", "gemm", "attention_efficiency", "memory_efficiency", "intra_node", "inter_node",
                "context_memory", "kernel_overhead", "dispatch_overlap", "kernel_slowdown", "overlap_slowdown",
                "step_overhead"});
 
@@ -256,6 +256,10 @@ HardwareProfile parse_hardware(const std::string& yaml_text, const std::string& 
   r.require_positive(root, "sm_count", "sm_count", hw.sm_count);
   hw.gpus_per_node = r.integer(root, "gpus_per_node", "gpus_per_node", 1, limits::kGpus);
   r.require_positive(root, "gpus_per_node", "gpus_per_node", hw.gpus_per_node);
+  if (root["nvlink_domain"]) {
+    hw.nvlink_domain = r.integer(root, "nvlink_domain", "nvlink_domain", 1, limits::kGpus);
+    r.require_positive(root, "nvlink_domain", "nvlink_domain", hw.nvlink_domain);
+  }
   hw.intra_node_bandwidth = r.rate(root, "intra_node_bandwidth", "intra_node_bandwidth");
   r.require_positive(root, "intra_node_bandwidth", "intra_node_bandwidth", hw.intra_node_bandwidth);
   hw.pcie_only = r.boolean(root, "pcie_only", "pcie_only");
@@ -343,6 +347,12 @@ void apply_overrides(HardwareProfile& hw, const ClusterOverrides& o) {
     hw.gpus_per_node = *o.gpus_per_node;
     record("gpus_per_node");
   }
+  if (o.nvlink_domain) {
+    if (*o.nvlink_domain <= 0)
+      throw UsageError("nvlink_domain must be positive, got " + std::to_string(*o.nvlink_domain));
+    hw.nvlink_domain = *o.nvlink_domain;
+    record("nvlink_domain");
+  }
   if (o.intra_node_bandwidth) {
     if (!(*o.intra_node_bandwidth > 0)) throw UsageError("intra_node_bandwidth must be positive");
     // The measured collective curve scales with the link it runs on.
@@ -379,8 +389,8 @@ ClusterOverrides parse_cluster_overrides(const std::string& yaml_text, const std
   ClusterOverrides o;
   ProfileReader r(doc, o.provenance);
   r.only_keys(root, "",
-              {"name", "description", "hardware", "gpus_per_node", "intra_node_bandwidth", "network_bandwidth",
-               "network_latency"});
+              {"name", "description", "hardware", "gpus_per_node", "nvlink_domain", "intra_node_bandwidth",
+               "network_bandwidth", "network_latency"});
   if (!root["hardware"] || root["hardware"].IsNull())
     yaml_field_error(doc, root, "hardware", "missing (a built-in hardware name or a path)");
   std::string hardware = required<std::string>(doc, root, "hardware");
@@ -393,6 +403,10 @@ ClusterOverrides parse_cluster_overrides(const std::string& yaml_text, const std
   if (root["gpus_per_node"]) {
     o.gpus_per_node = r.integer(root, "gpus_per_node", "gpus_per_node", 1, limits::kGpus);
     r.require_positive(root, "gpus_per_node", "gpus_per_node", *o.gpus_per_node);
+  }
+  if (root["nvlink_domain"]) {
+    o.nvlink_domain = r.integer(root, "nvlink_domain", "nvlink_domain", 1, limits::kGpus);
+    r.require_positive(root, "nvlink_domain", "nvlink_domain", *o.nvlink_domain);
   }
   if (root["intra_node_bandwidth"]) {
     o.intra_node_bandwidth = r.rate(root, "intra_node_bandwidth", "intra_node_bandwidth");

@@ -1,6 +1,7 @@
 #pragma once
 // A GPU type and its cluster: peak rates from datasheets, efficiencies from measurement or fit.
 // Every value's provenance is kept (datasheet, measurement FILE DATE, fit ...), keyed by its YAML path.
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <string>
@@ -39,7 +40,10 @@ struct HardwareProfile {
   Bytes memory_capacity = 0;
   BytesPerSec memory_bandwidth = 0;
   int sm_count = 0;
-  int gpus_per_node = 8;
+  int gpus_per_node = 8;                 // GPUs per host (what a launcher calls a node)
+  // GPUs on one NVLink fabric where it spans hosts (GB200 NVL72: 72 GPUs over 18 trays of 4);
+  // 0: the fabric is the host's. Collectives, TP and EP placement see scale_up_gpus().
+  int nvlink_domain = 0;
   BytesPerSec intra_node_bandwidth = 0;  // NVLink (or PCIe) per GPU, one direction
   bool pcie_only = false;                // no NVLink: intra-node traffic crosses PCIe
   BytesPerSec network_bandwidth = 0;     // per GPU across nodes, one direction
@@ -76,11 +80,15 @@ struct HardwareProfile {
   std::map<std::string, std::string> provenance;
 
   FlopsPerSec peak(Dtype d) const;       // throws Error when the profile lacks that dtype
+  // The GPUs that reach each other over NVLink (or the host's PCIe): the "intra-node" of every
+  // collective and placement rule.
+  int scale_up_gpus() const { return std::max(gpus_per_node, nvlink_domain); }
 };
 
 // Command-line or cluster-YAML overrides of a profile's cluster values.
 struct ClusterOverrides {
   std::optional<int> gpus_per_node;
+  std::optional<int> nvlink_domain;
   std::optional<BytesPerSec> intra_node_bandwidth;
   std::optional<BytesPerSec> network_bandwidth;
   std::optional<Seconds> network_latency;

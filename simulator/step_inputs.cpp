@@ -57,7 +57,7 @@ PipelineInputs pipeline_inputs(const ModelSpec& model, const HardwareProfile& hw
   in.overlap_slowdown = hw.overlap_slowdown;
   const GroupPlacement pp_place = pricer.placement(Group::PP);
   in.pp_link = pp_place.crosses_nodes ? Link::InterNode : Link::IntraNode;
-  in.dp_link = place_gradient_group(l, hw.gpus_per_node).crosses_nodes ||
+  in.dp_link = place_gradient_group(l, hw.scale_up_gpus()).crosses_nodes ||
                        pricer.placement(Group::ExpertData).crosses_nodes
                    ? Link::InterNode
                    : Link::IntraNode;

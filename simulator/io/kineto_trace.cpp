@@ -373,7 +373,7 @@ KinetoCalibration calibrate_from_kineto(const KinetoTrace& trace, const Hardware
 
   std::vector<CollectivePoint> intra, inter;
   for (const auto& c : trace.collectives)
-    (c.ranks <= base.gpus_per_node ? intra : inter).push_back({c.collective, c.ranks, c.message, c.time});
+    (c.ranks <= base.scale_up_gpus() ? intra : inter).push_back({c.collective, c.ranks, c.message, c.time});
   for (auto [level, points, curve, slot] :
        {std::tuple{std::string("intra_node"), &intra, &out.profile.intra_node, &out.intra_node},
         std::tuple{std::string("inter_node"), &inter, &out.profile.inter_node, &out.inter_node}}) {

@@ -71,7 +71,7 @@ struct KinetoCalibration {
 
 // Fits the GEMM curve (>= 2 GEMMs with shapes), memory_efficiency (memory-bound ops of >= 5 us:
 // shorter ones are launch-bound) and the collective curves (>= 2 NCCL kernels with sizes at a
-// level: a group of at most gpus_per_node ranks is intra-node) of `base`. Every replaced value's
+// level: a group of at most scale_up_gpus() ranks is intra-node) of `base`. Every replaced value's
 // source reads "measurement: Kineto trace FILE, DATE; ..." with the fit's residual.
 // Throws Error when nothing in the trace could be fitted.
 KinetoCalibration calibrate_from_kineto(const KinetoTrace& trace, const HardwareProfile& base, const std::string& date);

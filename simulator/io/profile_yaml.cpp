@@ -55,6 +55,7 @@ std::string hardware_profile_yaml(const HardwareProfile& hw, const std::string& 
   field("", "memory_bandwidth", "memory_bandwidth", num(hw.memory_bandwidth / 1e9, "GB/s"));
   field("", "sm_count", "sm_count", std::to_string(hw.sm_count));
   field("", "gpus_per_node", "gpus_per_node", std::to_string(hw.gpus_per_node));
+  if (hw.nvlink_domain > 0) field("", "nvlink_domain", "nvlink_domain", std::to_string(hw.nvlink_domain));
   field("", "intra_node_bandwidth", "intra_node_bandwidth", num(hw.intra_node_bandwidth / 1e9, "GB/s"));
   field("", "pcie_only", "pcie_only", hw.pcie_only ? "true" : "false");
   field("", "network_bandwidth", "network_bandwidth", num(hw.network_bandwidth / 1e9, "GB/s"));

@@ -96,7 +96,7 @@ Scenario parse_scenario(const YamlDoc& doc) {
   // schedule, batch and prediction are what a plan file reports; they are read back from layout and workload.
   reject_unknown_fields(doc, r, "",
                         {"schema_version", "name", "description", "model", "hardware", "gpus", "gpus_per_node",
-                         "network_bandwidth", "intra_node_bandwidth", "network_latency", "workload", "layout",
+                         "nvlink_domain", "network_bandwidth", "intra_node_bandwidth", "network_latency", "workload", "layout",
                          "schedule", "batch", "prediction"});
   if (r["schema_version"]) {
     const int v = int(yaml_count(doc, r, "schema_version", 0, 1000000));
@@ -138,6 +138,7 @@ Scenario parse_scenario(const YamlDoc& doc) {
   // the profile's as the command line applied them.
   ClusterOverrides overrides;
   if (r["gpus_per_node"]) overrides.gpus_per_node = int(yaml_count(doc, r, "gpus_per_node", 1, limits::kGpus));
+  if (r["nvlink_domain"]) overrides.nvlink_domain = int(yaml_count(doc, r, "nvlink_domain", 1, limits::kGpus));
   for (const char* key : {"network_bandwidth", "intra_node_bandwidth"}) {
     if (!r[key]) continue;
     const BytesPerSec rate = yaml_parse_scalar(doc, r[key], key, [&](const std::string& t) { return parse_rate(t, key); });
@@ -149,6 +150,7 @@ Scenario parse_scenario(const YamlDoc& doc) {
       return parse_duration(t, "network_latency", 0, 1);
     });
   if (overrides.gpus_per_node) overrides.provenance["gpus_per_node"] = "override: " + doc.source;
+  if (overrides.nvlink_domain) overrides.provenance["nvlink_domain"] = "override: " + doc.source;
   if (overrides.network_latency) overrides.provenance["network_latency"] = "override: " + doc.source;
   apply_overrides(s.hardware, overrides);
   s.work = parse_workload(doc, r["workload"]);

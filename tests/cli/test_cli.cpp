@@ -201,6 +201,24 @@ TEST_CASE("the framework shows in the header, and a framework's export prices th
   CHECK_FALSE(contains(r.output, "runs it"));
 }
 
+TEST_CASE("--nvlink-domain: GB200's rack-wide fabric shows in the header, cuts the EP fabric when smaller") {
+  const std::string args =
+      "predict --model deepseek-v3 --hardware gb200 --gpus 256 --pp 4 --ep 64 --seq 4096 --global-batch 512 --dtype fp8 "
+      "--recompute full --json";
+  Result rack = run_sixfold(args);
+  REQUIRE(rack.code == 0);
+  Result trays = run_sixfold(args + " --nvlink-domain 4");
+  REQUIRE(trays.code == 0);
+  const auto step = [](const std::string& out) { return nlohmann::json::parse(out)["prediction"]["step_time_s"].get<double>(); };
+  CHECK(step(trays.output) > 1.5 * step(rack.output));
+  Result text = run_sixfold("predict --model llama3-8b --hardware gb200 --gpus 8");
+  REQUIRE(text.code == 0);
+  CHECK(contains(text.output, "(4 per node, 72 per NVLink domain)"));
+  Result bad = run_sixfold("predict --model llama3-8b --hardware gb200 --gpus 8 --nvlink-domain 0");
+  CHECK(bad.code == 2);
+  CHECK(contains(bad.output, "--nvlink-domain"));
+}
+
 TEST_CASE("--recompute-modules: Megatron-Core's names, a usage error for others, exported as Megatron flags") {
   Result r = run_sixfold("predict --model llama3-8b --hardware h100-sxm-80g --gpus 8 --recompute-modules core_attn,mlpp");
   CHECK(r.code == 2);

@@ -23,7 +23,7 @@ TEST_CASE("every enumerated layout passes validate_layout and the counts add up"
   const auto layouts = enumerate_layouts(m, w, 16, 8, SearchOptions{}, pruned);
   REQUIRE(layouts.size() > 1000);
   for (const Layout& l : layouts) CHECK_NOTHROW(validate_layout(m, l, w, 16));
-  CHECK(pruned["tp at most --max-tp (default: GPUs per node)"] == 1);  // tp = 16
+  CHECK(pruned["tp at most --max-tp (default: GPUs per NVLink domain)"] == 1);  // tp = 16
   // Interleaved layouts exist (pp 2, 16 layers per stage) and gpipe is counted as dominated.
   bool interleaved = false;
   for (const Layout& l : layouts) interleaved = interleaved || l.schedule == Schedule::Interleaved;

@@ -176,6 +176,39 @@ TEST_CASE("overrides replace cluster values and record where they came from") {
   CHECK_THROWS_AS(apply_overrides(hw, bad), UsageError);
 }
 
+TEST_CASE("a rack-scale NVLink domain spans hosts: GB200 NVL72 is 72 GPUs on 4-GPU trays") {
+  HardwareProfile hw = load_hardware("gb200");
+  CHECK(hw.gpus_per_node == 4);
+  CHECK(hw.nvlink_domain == 72);
+  CHECK(hw.scale_up_gpus() == 72);
+  CHECK(contains(hw.provenance.at("nvlink_domain"), "datasheet"));
+  // A launcher's node size does not cut the fabric; --nvlink-domain (or a cluster file) does.
+  ClusterOverrides o;
+  o.gpus_per_node = 8;
+  apply_overrides(hw, o);
+  CHECK(hw.scale_up_gpus() == 72);
+  ClusterOverrides nvl36;
+  nvl36.nvlink_domain = 36;
+  apply_overrides(hw, nvl36);
+  CHECK(hw.scale_up_gpus() == 36);
+  CHECK(hw.provenance.at("nvlink_domain").rfind("override: command line", 0) == 0);
+  // An HGX node is its own domain.
+  CHECK(load_hardware("h100-sxm-80g").scale_up_gpus() == 8);
+  ClusterOverrides bad;
+  bad.nvlink_domain = 0;
+  CHECK_THROWS_WITH_AS(apply_overrides(hw, bad), doctest::Contains("nvlink_domain must be positive"), UsageError);
+  // In a cluster file, with the file and field named when wrong.
+  std::string hardware;
+  ClusterOverrides c = parse_cluster_overrides(
+      "hardware: gb200\nnvlink_domain: {value: 36, source: \"datasheet: GB200 NVL36 rack, 36 GPUs per NVLink domain\"}\n",
+      "nvl36.yaml", &hardware);
+  REQUIRE(c.nvlink_domain);
+  CHECK(*c.nvlink_domain == 36);
+  CHECK(contains(error_of([] { parse_cluster_overrides("hardware: gb200\nnvlink_domain: {value: -2, source: \"prior: x\"}\n", "bad.yaml",
+                                                            nullptr); }),
+                 "bad.yaml:2: field 'nvlink_domain'"));
+}
+
 TEST_CASE("built-in cluster files load and apply") {
   auto clusters = builtin_names("configs/clusters");
   REQUIRE(!clusters.empty());

@@ -118,6 +118,35 @@ TEST_CASE("--moe-enable-deepep: a faster dispatch across nodes, the same inside 
                        LayoutError);
 }
 
+TEST_CASE("GB200 NVL72: expert parallelism inside the rack's NVLink domain, whatever the host size") {
+  const ModelSpec m = load_model("deepseek-v3");
+  HardwareProfile rack = load_hardware("gb200");
+  Layout l;
+  l.dp = 64;
+  l.pp = 4;
+  l.ep = 64;
+  l.zero = 1;
+  l.recompute = Recompute::Full;
+  Workload w;
+  w.seq = 4096;
+  w.global_batch = 512;
+  w.dtype = Dtype::FP8;
+  validate_layout(m, l, w, 256);
+  // Megatron's GB200 recipes launch 4 GPUs per host (GPUS_PER_NODE=4); a data file may say 8.
+  HardwareProfile eight = rack;
+  eight.gpus_per_node = 8;
+  const Prediction p72 = predict(m, rack, w, l);
+  CHECK(predict(m, eight, w, l).step_time == doctest::Approx(p72.step_time));
+  // Cut the fabric at the host and the same all-to-alls cross the network: far slower.
+  HardwareProfile hosts_only = eight;
+  hosts_only.nvlink_domain = 0;
+  const Prediction p8 = predict(m, hosts_only, w, l);
+  CAPTURE(p72.time.ep_comm);
+  CAPTURE(p8.time.ep_comm);
+  CHECK(p8.time.ep_comm > 3 * p72.time.ep_comm);
+  CHECK(simulate_step(m, rack, w, l).step_time == doctest::Approx(p72.step_time).epsilon(0.03));
+}
+
 TEST_CASE("MoE all-to-all overlap pairs each all-to-all with a compute part of the other micro-batch") {
   const HardwareProfile hw = load_hardware("h100-sxm-80g");
   Layout l;

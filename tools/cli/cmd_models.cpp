@@ -63,6 +63,7 @@ int list_hardware(bool json) {
       j["memory_bandwidth_bytes_per_s"] = hw.memory_bandwidth;
       j["sm_count"] = hw.sm_count;
       j["gpus_per_node"] = hw.gpus_per_node;
+      j["nvlink_domain"] = hw.scale_up_gpus();
       j["intra_node_bandwidth_bytes_per_s"] = hw.intra_node_bandwidth;
       j["network_bandwidth_bytes_per_s"] = hw.network_bandwidth;
       j["provenance"] = hw.provenance;

@@ -423,7 +423,7 @@ Registrar reg("plan", "search every layout, recommend the fastest that fits, exp
   add_count(app, "--refine", cmd->refine, 0, 1000,
             "re-price the analytical top K with the step simulator and re-rank them (default 8; 0: off)");
   add_count(app, "--top", cmd->top, 1, 1000000, "rows of the ranking table (default 5)");
-  add_count(app, "--max-tp", cmd->max_tp, 1, limits::kGpus, "largest tensor-parallel size (default: GPUs per node)");
+  add_count(app, "--max-tp", cmd->max_tp, 1, limits::kGpus, "largest tensor-parallel size (default: GPUs per NVLink domain, the node but on rack-scale NVLink)");
   add_count(app, "--max-micro-batch", cmd->max_micro_batch, 1, limits::kGlobalBatch,
             "largest micro-batch tried (powers of two; default 64)");
   app.add_option("--schedules", cmd->schedules, "pipeline schedules to try, e.g. 1f1b,interleaved (default all)");

@@ -27,7 +27,11 @@ std::string format_seconds(Seconds s) {
 
 std::string scenario_header(const Scenario& s) {
   return s.model.name + " on " + std::to_string(s.gpus) + " x " + s.hardware.name + " (" +
-         std::to_string(s.hardware.gpus_per_node) + " per node), seq " + std::to_string(s.work.seq) +
+         std::to_string(s.hardware.gpus_per_node) + " per node" +
+         (s.hardware.nvlink_domain > s.hardware.gpus_per_node
+              ? ", " + std::to_string(s.hardware.nvlink_domain) + " per NVLink domain"
+              : std::string()) +
+         "), seq " + std::to_string(s.work.seq) +
          ", global batch " + std::to_string(s.work.global_batch) + ", " + to_string(s.work.dtype) +
          (s.work.mtp_layers > 0 ? ", " + std::to_string(s.work.mtp_layers) + " MTP depth(s)" : "") +
          (s.work.fp8_activation_input_store ? ", SwiGLU input stored in fp8" : "") +

@@ -16,6 +16,9 @@ void ScenarioFlags::add_to(CLI::App& app, bool with_layout) {
   using namespace limits;
   add_count(app, "--gpus", gpus, 1, kGpus, "number of GPUs");
   add_count(app, "--gpus-per-node", gpus_per_node, 1, kGpus, "GPUs per node (default: the profile's)");
+  add_count(app, "--nvlink-domain", nvlink_domain, 1, kGpus,
+            "GPUs on one NVLink fabric when it spans nodes, e.g. 72 on GB200 NVL72, 36 on NVL36 (default: the profile's; "
+            "never fewer than --gpus-per-node)");
   add_rate(app, "--network-bandwidth", network_bandwidth,
            "per-GPU bandwidth across nodes, with a unit: 50GB/s, 400Gb/s, 400Gbps, 46.6GiB/s");
   add_rate(app, "--intra-node-bandwidth", intra_node_bandwidth, "per-GPU NVLink/PCIe bandwidth, with a unit: 450GB/s");
@@ -125,6 +128,7 @@ Scenario ScenarioFlags::resolve(bool with_layout) const {
     throw UsageError("--hardware is required (or --cluster, --scenario, --plan); see `sixfold hardware`");
   }
   if (gpus_per_node) overrides.gpus_per_node = *gpus_per_node;
+  if (nvlink_domain) overrides.nvlink_domain = *nvlink_domain;
   if (network_bandwidth) overrides.network_bandwidth = *network_bandwidth;
   if (intra_node_bandwidth) overrides.intra_node_bandwidth = *intra_node_bandwidth;
   apply_overrides(s.hardware, overrides);
