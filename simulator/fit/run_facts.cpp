@@ -97,7 +97,8 @@ enum class Setting {
   BlockRecompute,
   P2pOverlap,
   CompiledLoss,
-  PipelineKeepsOutputs
+  PipelineKeepsOutputs,
+  TpOverlap
 };
 
 // What a codebase did by default in [from, until) (yyyymm; 0 = open). "*" is every codebase.
@@ -167,6 +168,13 @@ const DatedDefault kDatedDefaults[] = {
     {"torchtitan", 0, 202504, Setting::CompiledLoss, false, 1, 3,
      "before bbb1b616e torchtitan compiled the blocks only: train.py (9dec370, 2024-12) 'TODO: compiling loss "
      "function causes CUDA errors, turning off for now'"},
+    {"megatron-lm", 202311, 0, Setting::TpOverlap, true, 1, 3,
+     "Megatron-Core overlaps TP communication with GEMMs through TransformerEngine's userbuffers "
+     "(--tp-comm-overlap, Megatron-LM commits e19dcb6 and 116ffdd, 2023-10); off in Megatron-LM's argument "
+     "parser, but on in the runs published with the codebase: Megatron-LM's README performance table states "
+     "it, and the NeMo / Megatron-Bridge performance recipes set it for every TP > 1 run "
+     "(Megatron-Bridge scripts/performance/utils/overrides.py 'tp_comm_overlap = tensor_model_parallel_size > 1'; "
+     "recipes/llama/h100/llama3.py and recipes/gpt/h100/gpt3_175b.py tp_comm_overlap=True)"},
     {"torchtitan", 0, 202511, Setting::PipelineKeepsOutputs, true, 2, 3,
      "torch.distributed.pipelining's last stage kept every micro-batch's output for step() to return until "
      "torchtitan passed return_outputs=False (torchtitan #1922, commit e5ef99aab, 2025-10-22; pytorch #165822)"},
@@ -294,7 +302,7 @@ RunSettings run_settings(const RunFacts& f, int pp, int zero) {
   s.filled_flash = !f.flash_attention.has_value();
   s.dp_overlap = f.dp_overlap.value_or(dated_default(f, Setting::DpOverlap, pp, zero));
   s.filled_dp_overlap = !f.dp_overlap.has_value();
-  s.tp_overlap = f.tp_overlap.value_or(false);  // off unless a row says so: every framework's default
+  s.tp_overlap = f.tp_overlap.value_or(dated_default(f, Setting::TpOverlap, pp, zero));
   s.filled_tp_overlap = !f.tp_overlap.has_value();
   s.model_flops_causal_halved = dated_default(f, Setting::ModelFlopsCausalHalved, pp, zero);
   s.has_selective_recompute = dated_default(f, Setting::SelectiveRecompute, pp, zero);

@@ -480,7 +480,7 @@ ValidationReport validate_runs(const CsvTable& t, const ValidationOptions& opt) 
         if (run.filled_ep_overlap) row.filled.push_back(std::string("ep_overlap=") + (run.overlap_moe_ep_comm ? "on" : "off"));
       }
       if (run.filled_flash) row.filled.push_back(std::string("attention=") + (run.flash_attention ? "flash" : "fused-softmax"));
-      if (run.filled_tp_overlap && best_layout.tp > 1) row.filled.push_back("tp_overlap=off");
+      if (run.filled_tp_overlap && best_layout.tp > 1) row.filled.push_back(std::string("tp_overlap=") + (run.tp_overlap ? "on" : "off"));
       if (run.filled_compile) row.filled.push_back("compile=off");
       if (split_local_batch) row.filled.push_back("pipeline_micro_batches=" + std::to_string(best_layout.pp));
       if (best_layout.accounts_pipeline_split()) row.filled.push_back("pipeline_split=embedding,loss");

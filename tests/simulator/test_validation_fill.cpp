@@ -74,6 +74,25 @@ TEST_CASE("validation reads the framework, its date, attention and overlap from 
   CHECK(filled(rep.rows[4], "tp_overlap=off"));
 }
 
+TEST_CASE("an unstated TP overlap: on for Megatron-Core from 2023-11 with TP > 1, as its published recipes run") {
+  const std::string shape = ",24,2048,8192,16,16,131072,4096,,,,h100-sxm-80g,16,8,4,4,1,1,1,1,1,1,1,64,none,bf16,,400,,,,,,";
+  const ValidationReport rep = run("P1,a" + shape + "megatron-lm,2024-07,flash,1,\n"   // unstated, 2024
+                                   "P2,b" + shape + "megatron-lm,2023-06,flash,1,\n"   // unstated, before userbuffers
+                                   "P3,c" + shape + "megatron-lm,2024-07,flash,1,0\n"  // stated off
+                                   "P4,d" + shape + "torchtitan,2024-12,flash,1,\n");  // torchtitan: Async TP is opt-in
+  REQUIRE(rep.rows.size() == 4);
+  for (const RowResult& row : rep.rows) REQUIRE_MESSAGE(row.scored, row.id << ": " << row.skip_reason);
+  CHECK(rep.rows[0].scenario.layout.tp_overlap);
+  CHECK(filled(rep.rows[0], "tp_overlap=on"));
+  CHECK_FALSE(rep.rows[1].scenario.layout.tp_overlap);
+  CHECK(filled(rep.rows[1], "tp_overlap=off"));
+  CHECK_FALSE(rep.rows[2].scenario.layout.tp_overlap);
+  CHECK_FALSE(filled(rep.rows[2], "tp_overlap"));
+  CHECK_FALSE(rep.rows[3].scenario.layout.tp_overlap);
+  // Overlap makes the same row faster.
+  CHECK(rep.rows[0].predicted.at("tflops_model") > rep.rows[2].predicted.at("tflops_model"));
+}
+
 TEST_CASE("the validator reads no free text: notes and source change nothing") {
   const std::string tail = ",32,4096,14336,32,8,128256,8192,,,,h100-sxm-80g,64,8,8,8,1,1,1,1,0,1,1,64,,bf16,,,,1000,,,";
   const ValidationReport rep = run(

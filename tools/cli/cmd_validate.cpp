@@ -108,7 +108,7 @@ struct ValidateCommand {
     const std::map<std::string, std::string> how = {
         {"dp_overlap", "unstated: the codebase's default at its date (simulator/fit/run_facts.cpp)"},
         {"attention", "unstated: the codebase's kernel at its date (simulator/fit/run_facts.cpp)"},
-        {"tp_overlap", "unstated: off, every framework's default"},
+        {"tp_overlap", "unstated: off, but on for Megatron-Core runs from 2023-11 with TP > 1, as its published recipes run (simulator/fit/run_facts.cpp)"},
         {"ep_dispatcher", "unstated: the codebase's MoE token dispatcher (Megatron's default: all-to-all; simulator/fit/run_facts.cpp)"},
         {"ep_overlap", "unstated: the codebase's default, off but for DeepSeek's DualPipe (simulator/fit/run_facts.cpp)"},
         {"compile", "unstated: off, torchtitan's default (training.compile = false)"},
