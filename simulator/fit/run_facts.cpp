@@ -200,9 +200,18 @@ const DatedKernel kDatedKernels[] = {
      "TORCH_NCCL_AVOID_RECORD_STREAMS and its NCCL flight recorder): PyTorch's fused attention was "
      "FlashAttention-2 (SDPA's flash backend since torch 2.2, 2024-01) until torch 2.5 added cuDNN's "
      "(2024-10); FlashAttention-3 came out on 2024-07-11 (arXiv 2407.08608), after Llama 3's pre-training"},
+    // The benchmark tables ran attn_impl: triton, a Triton port of FlashAttention (submit_benchmarks.py
+    // '--attn_impl' default 'triton' in mosaicml/examples 9fa3ceb9a, 2023-04, and llm-foundry b2a43a147,
+    // 2023-10; the pretrain yamls say the same). FlashAttention-2's release charts (flash-attention
+    // 4f285b3) put that kernel's A100 forward+backward within ~6% of FlashAttention-1's at head dim 128
+    // (causal 50-80 against 55-83 TFLOP/s), so FlashAttention-1's measured speed prices it; no H100
+    // measurement of it exists (that chart has no Triton bars): on H100 the price is a prior, and the
+    // long-sequence H100 rows of the tables come out 20-33% slow (bench/RESULTS.md).
     {"llm-foundry", 202403, AttentionKernel::Flash1,
-     "llm-foundry's setup.py pinned flash-attn 1.0.x in its 'gpu' extra (FlashAttention-2 only through the "
-     "optional 'gpu-flash2' extra from 2023-09) until v0.6.0 made flash-attn 2 the default (2024-03)"},
+     "llm-foundry's benchmark tables ran attn_impl 'triton' (submit_benchmarks.py default, mosaicml/examples "
+     "9fa3ceb9a and llm-foundry b2a43a147), priced as FlashAttention-1, within ~6% of it on A100 in the "
+     "FlashAttention-2 release charts (no H100 measurement: a prior there); flash-attn 2 became the default "
+     "with v0.6.0 (2024-03)"},
 };
 
 AttentionKernel dated_kernel(const RunFacts& f, AttentionKernel today) {
