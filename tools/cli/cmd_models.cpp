@@ -47,8 +47,8 @@ int list_models(bool json) {
 int list_hardware(bool json) {
   nlohmann::ordered_json list = nlohmann::ordered_json::array();
   if (!json)
-    std::printf("%-16s %9s %9s %9s %9s %11s %11s %6s\n", "hardware", "bf16 TF/s", "fp8 TF/s", "mem GiB", "HBM TB/s",
-                "intra GB/s", "net GB/s", "/node");
+    std::printf("%-16s %9s %9s %9s %9s %11s %11s %6s %7s\n", "hardware", "bf16 TF/s", "fp8 TF/s", "mem GiB", "HBM TB/s",
+                "intra GB/s", "net GB/s", "/node", "/NVLink");
   for (const auto& name : builtin_hardware_names()) {
     const HardwareProfile hw = load_hardware(name);
     const double fp8 = hw.peak_flops.count(Dtype::FP8) ? hw.peak_flops.at(Dtype::FP8) / kTera : 0;
@@ -69,9 +69,9 @@ int list_hardware(bool json) {
       j["provenance"] = hw.provenance;
       list.push_back(j);
     } else {
-      std::printf("%-16s %9.0f %9.0f %9.1f %9.2f %11.0f %11.0f %6d\n", name.c_str(), hw.peak(Dtype::BF16) / kTera, fp8,
+      std::printf("%-16s %9.0f %9.0f %9.1f %9.2f %11.0f %11.0f %6d %7d\n", name.c_str(), hw.peak(Dtype::BF16) / kTera, fp8,
                   hw.memory_capacity / kGiB, hw.memory_bandwidth / 1e12, hw.intra_node_bandwidth / 1e9,
-                  hw.network_bandwidth / 1e9, hw.gpus_per_node);
+                  hw.network_bandwidth / 1e9, hw.gpus_per_node, hw.scale_up_gpus());
     }
   }
   if (json) std::cout << list.dump(2) << "\n";
