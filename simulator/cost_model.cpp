@@ -61,7 +61,7 @@ LayerListCosts layer_list_costs(const ModelSpec&, const OpPricer& pricer, const 
     if (lp.forward.empty()) continue;  // no MoE layers, or no partial recompute
     c.forward[k] = price_op_list(lp.forward, 0, pricer, l.tp_overlap);
     c.backward[k] = price_op_list(lp.backward, lp.recompute_ops, pricer, l.tp_overlap);
-    overlap_ep(c.forward[k], c.backward[k], pricer);
+    overlap_ep(c.forward[k], c.backward[k], pricer, ep_overlap_unpaired_share(l, prog.micro_batches));
   }
   return c;
 }

@@ -1,6 +1,9 @@
 #include "simulator/op_list_cost.hpp"
 
 #include "simulator/overlap_rules.hpp"
+#include "models/pipeline_schedule.hpp"
+
+#include <algorithm>
 
 namespace sixfold {
 
@@ -126,8 +129,16 @@ OpListCost price_op_list(const std::vector<Op>& ops, size_t recompute_ops, const
 
 
 
-void overlap_ep(OpListCost& f, OpListCost& b, const OpPricer& pricer) {
+double ep_overlap_unpaired_share(const Layout& l, Count micro_batches) {
+  const Count m = std::max<Count>(1, micro_batches);
+  const int v = l.schedule == Schedule::Interleaved ? std::max(1, l.vpp) : 1;
+  const Count alone = std::max<Count>(1, warmup_forwards(l.schedule, l.pp, v, m, 0));
+  return std::min(1.0, double(alone) / double(m * v));
+}
+
+void overlap_ep(OpListCost& f, OpListCost& b, const OpPricer& pricer, double unpaired) {
   if (!pricer.ep_overlap()) return;
+  const Seconds f_alone = f.ep, b_alone = b.ep;
   const double slowdown = pricer.hardware().overlap_slowdown;
   auto exposed = [&](Seconds transfer, Seconds window) {
     return overlap::with_hiding_cost(transfer, window, slowdown,
@@ -144,6 +155,8 @@ void overlap_ep(OpListCost& f, OpListCost& b, const OpPricer& pricer) {
     for (OpListCost* c : {&f, &b})
       if (c->ep > 0) c->ep = exposed(c->ep, c->compute);
   }
+  f.ep = unpaired * f_alone + (1 - unpaired) * f.ep;
+  b.ep = unpaired * b_alone + (1 - unpaired) * b.ep;
   set_dispatch_overhead(f, pricer.hardware());
   set_dispatch_overhead(b, pricer.hardware());
 }

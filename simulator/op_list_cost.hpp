@@ -46,7 +46,15 @@ OpListCost price_op_list(const std::vector<Op>& ops, size_t recompute_ops, const
 // the backward's attention. `forward` and `backward` are one layer's lists; each keeps what its
 // own all-to-alls leave exposed, with the hiding cost. Lists that are not one dispatch and one
 // combine (full recompute re-runs them) hide behind their own list's compute. No-op without the
-// overlap.
-void overlap_ep(OpListCost& forward, OpListCost& backward, const OpPricer& pricer);
+// overlap. `unpaired` is the share of a rank's forwards (and as many backwards) that have no
+// partner (ep_overlap_unpaired_share): those keep their all-to-alls exposed, so each list's EP
+// time is that share of the unhidden time plus the rest of the hidden one.
+void overlap_ep(OpListCost& forward, OpListCost& backward, const OpPricer& pricer, double unpaired = 0);
+
+// The forwards a pipeline rank runs with no backward beside them, over all it runs: the warm-up
+// (Megatron's num_warmup_microbatches, models/pipeline_schedule.hpp) of the first stage, which
+// has the most, and at least the one forward that starts the step (with PP 1, Megatron's combined
+// 1F1B runs forward i+1 beside backward i); the cool-down leaves as many backwards alone.
+double ep_overlap_unpaired_share(const Layout& l, Count micro_batches);
 
 }  // namespace sixfold

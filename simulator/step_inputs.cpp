@@ -21,13 +21,14 @@ struct LayerCosts {
   BlockCost forward, backward, weight_grad;
 };
 
-LayerCosts price_layer(const LayerProgram& layer, const OpPricer& pricer, bool tp_overlap, bool split) {
+LayerCosts price_layer(const LayerProgram& layer, const OpPricer& pricer, bool tp_overlap, bool split,
+                       double ep_unpaired) {
   LayerCosts c;
   c.forward = price_op_list(layer.forward, 0, pricer, tp_overlap, OpSelection::All);
   c.backward = price_op_list(layer.backward, layer.recompute_ops, pricer, tp_overlap,
                           split ? OpSelection::WithoutWeightGrad : OpSelection::All);
   if (split) c.weight_grad = price_op_list(layer.backward, 0, pricer, tp_overlap, OpSelection::OnlyWeightGrad);
-  overlap_ep(c.forward, c.backward, pricer);
+  overlap_ep(c.forward, c.backward, pricer, ep_unpaired);
   return c;
 }
 
@@ -40,7 +41,8 @@ PipelineInputs pipeline_inputs(const ModelSpec& model, const HardwareProfile& hw
   // Each layer program once, by kind (dense, MoE and, under partial recompute, their kept twins).
   std::array<LayerCosts, ProgramParts::kLayerKinds> priced;
   for (size_t k = 0; k < priced.size(); ++k)
-    if (!prog.parts->layer(k).forward.empty()) priced[k] = price_layer(prog.parts->layer(k), pricer, l.tp_overlap, split);
+    if (!prog.parts->layer(k).forward.empty()) priced[k] = price_layer(prog.parts->layer(k), pricer, l.tp_overlap, split,
+                                                                          ep_overlap_unpaired_share(l, prog.micro_batches));
   // The optimizer and the memory come from the closed-form model: the simulator changes when
   // things happen, not what they cost.
   const std::vector<StageTime> closed = stage_times(model, hw, work, l, prog);

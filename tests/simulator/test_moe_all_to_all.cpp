@@ -187,6 +187,61 @@ TEST_CASE("MoE all-to-all overlap pairs each all-to-all with a compute part of t
   CHECK(b2.ep == 6);
 }
 
+TEST_CASE("EP overlap pairs only the steady phase: warm-up forwards and cool-down backwards keep their all-to-alls") {
+  Layout l;
+  l.pp = 8;
+  l.schedule = Schedule::OneFOneB;
+  // 1F1B: the first stage runs pp - 1 forwards alone.
+  CHECK(ep_overlap_unpaired_share(l, 64) == doctest::Approx(7.0 / 64));
+  // Interleaved (Megatron's warm-up (p-1)*2 + (v-1)*p chunks), over m*v chunks.
+  l.vpp = 4;
+  l.schedule = Schedule::Interleaved;
+  CHECK(ep_overlap_unpaired_share(l, 128) == doctest::Approx(38.0 / 512));
+  // No pipeline: forward i+1 beside backward i, so the first forward and the last backward are alone.
+  Layout flat;
+  CHECK(ep_overlap_unpaired_share(flat, 8) == doctest::Approx(1.0 / 8));
+  CHECK(ep_overlap_unpaired_share(flat, 1) == doctest::Approx(1.0));
+  // The blend: half unpaired keeps half of what the pairing hid.
+  const HardwareProfile hw = load_hardware("h100-sxm-80g");
+  Workload w;
+  w.overlap_moe_ep_comm = true;
+  const OpPricer pricer = OpPricer::of(hw, flat, w);
+  auto lists = [] {
+    OpListCost f, b;
+    f.ep_all_to_alls = b.ep_all_to_alls = 2;
+    f.ep_all_to_all[0] = f.ep_all_to_all[1] = b.ep_all_to_all[0] = b.ep_all_to_all[1] = 3;
+    f.ep = b.ep = 6;
+    f.ep_segment[0] = 4, f.ep_segment[1] = 2, f.ep_segment[2] = 1;
+    b.ep_segment[0] = 1, b.ep_segment[1] = 4, b.ep_segment[2] = 8;
+    f.compute = 7;
+    b.compute = 13;
+    return std::pair{f, b};
+  };
+  auto [f0, b0] = lists();
+  overlap_ep(f0, b0, pricer, 0);
+  auto [fh, bh] = lists();
+  overlap_ep(fh, bh, pricer, 0.5);
+  auto [f1, b1] = lists();
+  overlap_ep(f1, b1, pricer, 1);
+  CHECK(f1.ep == doctest::Approx(6));
+  CHECK(fh.ep == doctest::Approx(0.5 * 6 + 0.5 * f0.ep));
+  CHECK(bh.ep == doctest::Approx(0.5 * 6 + 0.5 * b0.ep));
+  // Fewer micro-batches per step leave more of a step's all-to-alls exposed, in both predictors.
+  const ModelSpec m = load_model("qwen3-30b-a3b");
+  Layout ep;
+  ep.dp = 8;
+  ep.ep = 8;
+  ep.zero = 1;
+  Workload few = w, many = w;
+  few.seq = many.seq = 4096;
+  few.global_batch = 16;   // 2 micro-batches per rank
+  many.global_batch = 128; // 16
+  validate_layout(m, ep, few, 8);
+  const Prediction pf = predict(m, hw, few, ep), pm = predict(m, hw, many, ep);
+  CHECK(pf.time.ep_comm / pf.step_time > pm.time.ep_comm / pm.step_time);
+  CHECK(simulate_step(m, hw, few, ep).step_time == doctest::Approx(pf.step_time).epsilon(0.03));
+}
+
 TEST_CASE("the ep_dispatcher and ep_overlap columns: stated values win, empty ones are the codebase's") {
   auto settings = [](const char* codebase, const char* dispatcher, const char* overlap) {
     return run_settings(parse_run_facts(codebase, "2026-08", "", "", "", "", dispatcher, overlap), 8, 1);
