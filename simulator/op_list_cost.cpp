@@ -1,9 +1,9 @@
 #include "simulator/op_list_cost.hpp"
 
-#include "simulator/overlap_rules.hpp"
-#include "models/pipeline_schedule.hpp"
-
 #include <algorithm>
+
+#include "models/pipeline_schedule.hpp"
+#include "simulator/overlap_rules.hpp"
 
 namespace sixfold {
 
