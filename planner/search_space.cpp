@@ -80,6 +80,7 @@ Layout make_layout(const Mesh& mesh, const ProgramKey& key, const Variant& v) {
   l.first_stage_layers = mesh.first_stage_layers;
   l.last_stage_layers = mesh.last_stage_layers;
   l.sp = key.sp;
+  l.tp_overlap = mesh.tp_overlap && key.sp;
   l.micro_batch = key.micro_batch;
   l.recompute = key.recompute;
   l.recompute_modules = key.recompute_modules;
@@ -98,6 +99,11 @@ Layout make_layout(const Mesh& mesh, const ProgramKey& key, const Variant& v) {
     l.pipeline_layout = v.pipeline_layout;
   }
   return l;
+}
+
+bool framework_overlaps_tp(const Workload& work, const SearchOptions& o) {
+  return o.tp_overlap && (work.framework == Framework::Megatron ||
+                          (work.framework == Framework::Torchtitan && work.compile));
 }
 
 std::vector<Mesh> enumerate_meshes(const ModelSpec& model, const Workload& work, int gpus, int scale_up_gpus,
@@ -138,6 +144,7 @@ std::vector<Mesh> enumerate_meshes(const ModelSpec& model, const Workload& work,
             m.first_stage_layers = first;
             m.last_stage_layers = last;
             m.micro_batches = mbs;
+            m.tp_overlap = tp > 1 && framework_overlaps_tp(work, o);
             out.push_back(std::move(m));
           }
       }

@@ -37,6 +37,13 @@ struct SearchOptions {
   // embedding and loss in the split, through a custom pipeline layout
   // (--pipeline-model-parallel-layout; Variant::pipeline_layout).
   bool custom_pipeline_layouts = true;
+  // TP communication overlapped with the GEMMs on every tp > 1 layout with sequence parallelism,
+  // where the framework runs it: Megatron's --tp-comm-overlap (TransformerEngine userbuffers; it
+  // needs --sequence-parallel), torchtitan's Async TP (only on compiled blocks: with --compile).
+  // Overlap never adds time (overlap::with_hiding_cost) and NVIDIA's recipes turn it on for every
+  // TP run (Megatron-Bridge scripts/performance/utils/overrides.py), so it is not searched both
+  // ways; `plan --no-tp-overlap` prices TP communication exposed instead.
+  bool tp_overlap = true;
 };
 // Custom layouts are tried up to this many virtual stages per rank: Megatron's recipes that need
 // one run 2 to 4 (DeepSeek-V3: pp 8 x vpp 2 and 4, pp 4 x vpp 4; Megatron-LM examples/moe_recipes,
@@ -53,9 +60,14 @@ using PruneCounts = std::map<std::string, Count>;
 void add_counts(PruneCounts& into, const PruneCounts& from);
 
 // Degrees that fix the step program's shape and the placement of every group.
+// Whether the search prices TP communication overlapped for this framework (SearchOptions::tp_overlap):
+// on tp > 1 layouts with sequence parallelism.
+bool framework_overlaps_tp(const Workload& work, const SearchOptions& o);
+
 struct Mesh {
   int dp = 1, tp = 1, pp = 1, cp = 1, ep = 1, etp = 1;
   int first_stage_layers = 0, last_stage_layers = 0;
+  bool tp_overlap = false;  // its sequence-parallel layouts overlap TP communication (SearchOptions::tp_overlap)
   std::vector<Count> micro_batches;  // candidate micro-batch sizes for this dp
 };
 

@@ -219,6 +219,26 @@ TEST_CASE("--nvlink-domain: GB200's rack-wide fabric shows in the header, cuts t
   CHECK(contains(bad.output, "--nvlink-domain"));
 }
 
+TEST_CASE("plan: a TP recommendation overlaps TP communication and exports --tp-comm-overlap, unless --no-tp-overlap") {
+  const std::string out = write_temp("tpo.sh", "");
+  // A compared layout is priced with the search's assumption unless it says otherwise.
+  const std::string args = "plan --model llama3-70b --hardware h100-sxm-80g --gpus 64 --seq 8192 --global-batch 128 "
+                           "--compare tp=8,pp=2,vpp=10,sp --export-format megatron --export " + out;
+  Result r = run_sixfold(args);
+  REQUIRE(r.code == 0);
+  CHECK(contains(r.output, " sp "));
+  CHECK(contains(r.output, "dp-overlap=bucketed tp-overlap=on ("));
+  CHECK(contains(r.output, "sp zero=0 mbs=1 recompute=none schedule=interleaved dp-overlap=bucketed tp-overlap=on: step"));
+  const std::string on = read_file(out);
+  CHECK(contains(on, "--tensor-model-parallel-size"));
+  CHECK(contains(on, "--tp-comm-overlap"));
+  CHECK(contains(on, "--sequence-parallel"));
+  r = run_sixfold(args + " --no-tp-overlap");
+  REQUIRE(r.code == 0);
+  CHECK_FALSE(contains(r.output, "tp-overlap=on"));
+  CHECK_FALSE(contains(read_file(out), "--tp-comm-overlap"));
+}
+
 TEST_CASE("--recompute-modules: Megatron-Core's names, a usage error for others, exported as Megatron flags") {
   Result r = run_sixfold("predict --model llama3-8b --hardware h100-sxm-80g --gpus 8 --recompute-modules core_attn,mlpp");
   CHECK(r.code == 2);

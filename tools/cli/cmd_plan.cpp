@@ -29,10 +29,12 @@ namespace {
 
 // "tp=8,pp=16,zero=1,sp,recompute=selective": a layout to hold against the recommendation. Keys
 // are the layout fields of a plan file (models/layout_fields.hpp; mbs for micro_batch); a flag
-// without a value is on; dp is derived from the GPUs when left out.
-Layout parse_layout_spec(const std::string& spec, int gpus) {
+// without a value is on; dp is derived from the GPUs when left out; TP overlap, when left out, is
+// what the search assumed (tp_overlap_default: the recommendation and the compared layout are priced
+// alike).
+Layout parse_layout_spec(const std::string& spec, int gpus, bool tp_overlap_default) {
   Layout l;
-  bool dp_given = false, schedule_given = false, vpp_given = false;
+  bool dp_given = false, schedule_given = false, vpp_given = false, tp_overlap_given = false;
   // Items split at commas; the commas a Megatron pipeline layout may hold ("Et*3|(tt|)*29,m|L")
   // join the items after it back to its value while they are no key of their own.
   std::vector<std::string> items;
@@ -64,7 +66,9 @@ Layout parse_layout_spec(const std::string& spec, int gpus) {
     dp_given = dp_given || f->key == std::string("dp");
     schedule_given = schedule_given || f->key == std::string("schedule");
     vpp_given = vpp_given || f->key == std::string("vpp");
+    tp_overlap_given = tp_overlap_given || f->key == std::string("tp_overlap");
   }
+  if (!tp_overlap_given) l.tp_overlap = tp_overlap_default && l.tp > 1 && l.sp;
   if (!schedule_given && l.vpp > 1) l.schedule = Schedule::Interleaved;
   if (!schedule_given && !vpp_given) take_vpp_from_pipeline_layout(l);
   if (!dp_given) {
@@ -84,7 +88,7 @@ struct PlanCommand {
   std::vector<std::string> compare;
   std::optional<int> threads, top, max_tp, refine;
   std::optional<long long> max_micro_batch;
-  bool json = false, explain = false;
+  bool json = false, explain = false, no_tp_overlap = false;
 
   int run() const {
     Scenario s = flags.resolve(false);
@@ -104,6 +108,7 @@ struct PlanCommand {
     rq.refine = refine.value_or(kDefaultRefine);
     if (mem_budget) rq.memory_budget = *mem_budget;
     rq.search.max_tp = max_tp.value_or(0);
+    rq.search.tp_overlap = !no_tp_overlap;
     restrict_to_framework(rq.search, s.work.framework);
     rq.search.max_micro_batch = max_micro_batch.value_or(64);
     if (compare.size() > size_t(limits::kListItems))
@@ -160,7 +165,7 @@ struct PlanCommand {
     std::vector<Compared> compared;
     for (const auto& spec : compare) {
       Compared c;
-      c.layout = parse_layout_spec(spec, s.gpus);
+      c.layout = parse_layout_spec(spec, s.gpus, framework_overlaps_tp(s.work, rq.search));
       validate_layout(s.model, c.layout, s.work, s.gpus);
       c.prediction = predict(s.model, s.hardware, s.work, c.layout);
       c.fits = c.prediction.peak_memory <= res.budget;
@@ -236,8 +241,7 @@ struct PlanCommand {
         std::cout << "note: the " << pick << " faster layout(s) cannot be "
                   << (format == ExportFormat::Yaml ? "run by " + to_string(s.work.framework) : "exported to " + export_format)
                   << " (" << skipped_reason << ")\n";
-      std::cout << "\nrecommended: " << describe(best.layout) << " schedule=" << to_string(best.layout.schedule)
-                << " dp-overlap=" << to_string(best.layout.dp_overlap) << " (" << p.micro_batches << (p.micro_batches == 1 ? " micro-batch)\n" : " micro-batches)\n");
+      std::cout << "\nrecommended: " << layout_line(best.layout) << " (" << p.micro_batches << (p.micro_batches == 1 ? " micro-batch)\n" : " micro-batches)\n");
       print_prediction(std::cout, p);
       print_expected_error(std::cout, s, p.step_time);
       if (best.simulated_step_time > 0)
@@ -265,7 +269,7 @@ struct PlanCommand {
         std::cout << "  " << f.family << ": " << (f.best ? describe(f.best->layout) + ": " : std::string()) << f.why << "\n";
       if (!compared.empty()) std::cout << "\ncompared with the recommendation:\n";
       for (const auto& c : compared) {
-        std::printf("  %s: step %s (%+.1f%%), peak %.2f GiB%s, would rank %zu of %zu: %s\n", describe(c.layout).c_str(),
+        std::printf("  %s: step %s (%+.1f%%), peak %.2f GiB%s, would rank %zu of %zu: %s\n", layout_line(c.layout).c_str(),
                     format_seconds(c.prediction.step_time).c_str(), 100.0 * (c.prediction.step_time / p.step_time - 1.0),
                     c.prediction.peak_memory / kGiB, c.fits ? "" : " (over the budget)", c.rank, res.ranked.size(),
                     c.why.c_str());
@@ -427,6 +431,9 @@ Registrar reg("plan", "search every layout, recommend the fastest that fits, exp
   add_count(app, "--max-micro-batch", cmd->max_micro_batch, 1, limits::kGlobalBatch,
             "largest micro-batch tried (powers of two; default 64)");
   app.add_option("--schedules", cmd->schedules, "pipeline schedules to try, e.g. 1f1b,interleaved (default all)");
+  app.add_flag("--no-tp-overlap", cmd->no_tp_overlap,
+               "price TP communication exposed (default: overlapped with the GEMMs on sequence-parallel layouts, "
+               "as Megatron's --tp-comm-overlap and torchtitan's Async TP with --compile run it)");
   app.add_flag("--explain", cmd->explain, "print the decision path: counts per constraint, families");
   app.add_flag("--json", cmd->json, "machine-readable output (docs/plan-schema.md)");
   app.add_option("--compare", cmd->compare,

@@ -93,8 +93,7 @@ struct PredictCommand {
       return 0;
     }
     std::cout << "sixfold predict: " << scenario_header(s) << "\n";
-    std::cout << "layout: " << describe(s.layout) << " dp-overlap=" << to_string(s.layout.dp_overlap)
-              << " schedule=" << to_string(s.layout.schedule) << " (" << p.micro_batches << (p.micro_batches == 1 ? " micro-batch)\n" : " micro-batches)\n");
+    std::cout << "layout: " << layout_line(s.layout) << " (" << p.micro_batches << (p.micro_batches == 1 ? " micro-batch)\n" : " micro-batches)\n");
     print_prediction(std::cout, p);
     print_expected_error(std::cout, s, p.step_time);
     if (p.peak_memory > s.hardware.memory_capacity)

@@ -275,7 +275,7 @@ ReportInput report_input(const std::string& command, const Scenario& s, const Pr
   ReportInput in;
   in.command = command;
   in.header = scenario_header(s);
-  in.layout = describe(s.layout) + " schedule=" + to_string(s.layout.schedule) + " dp-overlap=" + to_string(s.layout.dp_overlap);
+  in.layout = layout_line(s.layout);
   in.budget = s.hardware.memory_capacity;
   in.budget_label = "GPU memory";
   in.prediction = &p;

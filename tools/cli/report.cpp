@@ -48,6 +48,11 @@ std::string scenario_header(const Scenario& s) {
          (s.work.framework != Framework::Megatron ? ", as " + to_string(s.work.framework) + " runs it" : "");
 }
 
+std::string layout_line(const Layout& l) {
+  return describe(l) + " schedule=" + to_string(l.schedule) + " dp-overlap=" + to_string(l.dp_overlap) +
+         (l.tp > 1 ? std::string(" tp-overlap=") + (l.tp_overlap ? "on" : "off") : std::string());
+}
+
 void print_prediction(std::ostream& out, const Prediction& p) {
   char line[160];
   std::snprintf(line, sizeof line, "%-28s %12s\n", "memory per GPU", "GiB");

@@ -11,6 +11,9 @@
 namespace sixfold::cli {
 
 std::string scenario_header(const Scenario& s);
+// The layout as one line: its degrees, schedule, DP overlap and, with TP, whether TP communication
+// is priced overlapped (what a user must turn on to see the predicted time).
+std::string layout_line(const Layout& l);
 void print_prediction(std::ostream& out, const Prediction& p);
 std::string format_seconds(Seconds s);
 // Whether standard output is a terminal (progress only then).
