@@ -353,22 +353,24 @@ ValidationReport validate_runs(const CsvTable& t, const ValidationOptions& opt) 
         add_policy(stated_policy == Recompute::Selective && run.selective_is_op_level ? Recompute::SelectiveOp
                                                                                       : stated_policy);
       }
-      // torchtitan's pipeline splits each rank's local batch into as many micro-batches as there
-      // are stages unless told otherwise (pipeline_parallel_microbatches unset); the rows state
-      // the local batch.
-      bool split_local_batch = false;
-      if (run.local_batch_semantics && s.layout.pp > 1 && s.layout.micro_batch > 0 &&
-          s.layout.micro_batch % s.layout.pp == 0) {
-        s.layout.micro_batch /= s.layout.pp;
-        split_local_batch = true;
-      }
+      // torchtitan's pipeline splits each rank's local batch into one micro-batch per stage in all,
+      // pp x the stages each rank holds, unless told otherwise (pipeline_parallel_microbatches unset:
+      // build_pipeline_schedule sets n_microbatches = pipeline_parallel_degree * len(stages) and
+      // refuses a local batch it does not divide; torchtitan 9dec370,
+      // torchtitan/parallelisms/pipelining_utils.py). The rows state the local batch, or nothing
+      // (global batch / dp); the micro-batch follows the virtual stages tried below.
+      Count pipeline_local_batch = 0;
+      if (run.local_batch_semantics && s.layout.pp > 1 &&
+          (s.layout.micro_batch > 0 ? s.layout.micro_batch % s.layout.pp == 0
+                                    : s.work.global_batch % (Count(s.layout.dp) * s.layout.pp) == 0))
+        pipeline_local_batch = s.layout.micro_batch > 0 ? s.layout.micro_batch : s.work.global_batch / s.layout.dp;
+      const bool split_local_batch = pipeline_local_batch > 0;
       std::vector<Count> micro_batches;
-      if (s.layout.micro_batch > 0) micro_batches.push_back(s.layout.micro_batch);
-      else if (run.local_batch_semantics && s.layout.pp > 1 && s.work.global_batch % (Count(s.layout.dp) * s.layout.pp) == 0) {
-        // Unstated too, torchtitan's pipeline takes one micro-batch per stage of the local batch.
-        micro_batches.push_back(s.work.global_batch / (Count(s.layout.dp) * s.layout.pp));
-        split_local_batch = true;
-      } else
+      if (split_local_batch)
+        micro_batches.push_back(pipeline_local_batch);  // divided by the stages in all, per vpp tried
+      else if (s.layout.micro_batch > 0)
+        micro_batches.push_back(s.layout.micro_batch);
+      else
         for (Count b = 1; b <= s.work.global_batch / s.layout.dp; b *= 2)
           if (s.work.global_batch % (s.layout.dp * b) == 0) micro_batches.push_back(b);
       // An unstated ZeRO stage: those the framework has (Megatron: DDP or the distributed
@@ -433,6 +435,14 @@ ValidationReport validate_runs(const CsvTable& t, const ValidationOptions& opt) 
               l.recompute = rcv;
               l.recompute_modules = modules;
               l.micro_batch = b;
+              if (split_local_batch) {
+                const Count stages = Count(s.layout.pp) * v;
+                if (b % stages != 0) {  // torchtitan refuses a local batch it cannot split
+                  last_error = "local batch divisible by pp x vpp (torchtitan's micro-batch count)";
+                  continue;
+                }
+                l.micro_batch = b / stages;
+              }
               l.zero = z;
               l.vpp = v;
               if (v > 1) l.schedule = Schedule::Interleaved;
@@ -482,7 +492,7 @@ ValidationReport validate_runs(const CsvTable& t, const ValidationOptions& opt) 
       if (run.filled_flash) row.filled.push_back(std::string("attention=") + (run.flash_attention ? "flash" : "fused-softmax"));
       if (run.filled_tp_overlap && best_layout.tp > 1) row.filled.push_back(std::string("tp_overlap=") + (run.tp_overlap ? "on" : "off"));
       if (run.filled_compile) row.filled.push_back("compile=off");
-      if (split_local_batch) row.filled.push_back("pipeline_micro_batches=" + std::to_string(best_layout.pp));
+      if (split_local_batch) row.filled.push_back("pipeline_micro_batches=" + std::to_string(best_layout.pp * best_layout.virtual_stages()));
       if (best_layout.accounts_pipeline_split()) row.filled.push_back("pipeline_split=embedding,loss");
       if (!best_layout.pipeline_layout.empty()) row.filled.push_back("pipeline_layout=" + best_layout.pipeline_layout);
       if (vpp_filled) row.filled.push_back("vpp=" + std::to_string(best_layout.vpp));

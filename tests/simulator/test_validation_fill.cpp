@@ -154,6 +154,22 @@ TEST_CASE("torchtitan pipelines: the local batch splits into one micro-batch per
   CHECK(filled(row, "global_batch=64"));
 }
 
+TEST_CASE("torchtitan interleaved pipelines: one micro-batch per stage in all, pp x vpp") {
+  // build_pipeline_schedule: n_microbatches = pipeline_parallel_degree * len(stages) (torchtitan
+  // 9dec370). The local batch of 16 over pp 4 x vpp 2 stages: micro-batches of 2, 8 of them.
+  const ValidationReport rep = run(
+      "P2,pytorch/torchtitan benchmarks,32,4096,14336,32,8,128256,8192,,,,h100-sxm-80g,16,8,4,1,4,2,1,1,0,3,16,,full,bf16,,,,100,,,,torchtitan\n"
+      // pp 4 x vpp 3 stages do not divide a local batch of 16: torchtitan refuses it.
+      "P3,pytorch/torchtitan benchmarks,30,4096,14336,32,8,128256,8192,,,,h100-sxm-80g,16,8,4,1,4,3,1,1,0,3,16,,full,bf16,,,,100,,,,torchtitan\n");
+  const RowResult& row = rep.rows.at(0);
+  REQUIRE_MESSAGE(row.scored, row.skip_reason);
+  CHECK(row.scenario.layout.vpp == 2);
+  CHECK(row.scenario.layout.micro_batch == 2);
+  CHECK(filled(row, "pipeline_micro_batches=8"));
+  CHECK_FALSE(rep.rows.at(1).scored);
+  CHECK(rep.rows.at(1).skip_reason.find("pp x vpp") != std::string::npos);
+}
+
 TEST_CASE("an unstated vpp is the fastest that fits, as the micro-batch, torchtitan's virtual stages may be uneven") {
   // 30 layers over pp 4: stages of 8, 8, 7, 7 layers; torchtitan splits them into virtual stages
   // of uneven sizes, which Megatron (equal virtual stages) cannot run.
