@@ -51,14 +51,20 @@ void restrict_to_framework(SearchOptions& o, Framework f) {
   // wraps every layer the model code checkpoints, and torchtitan's every n-th layer is another placement.
   if (f != Framework::Megatron) o.block_recompute = false;
   o.every_recompute = f == Framework::Torchtitan;
+  // The zero-bubble schedule sixfold prices is ZB-H1, one stage per rank (Qi et al. 2024). It is not
+  // in Megatron-LM (it lives in the sail-sg fork) nor in DeepSpeed's pipeline engine, and PyTorch's
+  // pipelining (torchtitan) runs only interleaved ones (ScheduleInterleavedZeroBubble,
+  // ScheduleZBVZeroBubble), which sixfold does not price: no framework's search has it.
+  drop(o.schedules, [](Schedule s) { return s == Schedule::ZeroBubble; });
+  // Megatron-LM pipelines run 1F1B or interleaved 1F1B (schedules.py); GPipe's all-forward order is not one.
+  if (f == Framework::Megatron) drop(o.schedules, [](Schedule s) { return s == Schedule::GPipe; });
   if (f == Framework::Torchtitan) {
     drop(o.zero_stages, [](int z) { return z == 1 || z == 2; });
     drop(o.recompute, [](Recompute r) { return r == Recompute::Selective; });
+    // FSDP2 and DDP always overlap the reduction with the backward.
+    drop(o.dp_overlap, [](DpOverlap d) { return d == DpOverlap::None; });
   } else {
     drop(o.recompute, [](Recompute r) { return r == Recompute::SelectiveOp; });
-    // Zero-bubble pipelines are not in Megatron-LM (they live in the sail-sg fork) nor in
-    // DeepSpeed's pipeline engine; PyTorch's pipelining (torchtitan) has them.
-    drop(o.schedules, [](Schedule s) { return s == Schedule::ZeroBubble; });
     // Megatron-LM and DeepSpeed reduce gradients in buckets (--ddp-bucket-size, reduce_bucket_size)
     // or after the backward; a reduction per layer is FSDP's (torchtitan). Their exporters refuse it.
     drop(o.dp_overlap, [](DpOverlap d) { return d == DpOverlap::PerLayer; });
@@ -276,6 +282,13 @@ std::vector<Variant> variants(const ModelSpec& model, const Workload& work, cons
     if (zero > 0 && !data_parallel) { ++pruned["zero irrelevant without data parallelism"]; continue; }
     for (DpOverlap ov : o.dp_overlap) {
       if (!data_parallel && ov != DpOverlap::Bucketed) { ++pruned["dp overlap irrelevant without data parallelism"]; continue; }
+      // torchtitan's FSDP2 reduces per wrapped block (fully_shard per transformer block) and its
+      // DDP (replicate) in PyTorch DDP's buckets: the other is not a torchtitan setting.
+      if (data_parallel && work.framework == Framework::Torchtitan &&
+          ((zero == 3 && ov == DpOverlap::Bucketed) || (zero == 0 && ov == DpOverlap::PerLayer))) {
+        ++pruned["torchtitan reduces per layer under FSDP, in buckets under DDP"];
+        continue;
+      }
       for (const Choice& c : schedules) out.push_back({zero, ov, c.schedule, c.vpp, c.accounts, c.layout});
     }
   }

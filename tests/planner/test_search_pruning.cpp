@@ -99,7 +99,7 @@ TEST_CASE("memory never shrinks with a larger micro-batch or with sp off (the ru
 }
 
 TEST_CASE("a stage that runs the same work as the one before it never holds more (the memory check skips it)") {
-  int pairs = 0, interleaved = 0, zero_bubble = 0;
+  int pairs = 0, interleaved = 0;
   for (const Case& c : kCases) {
     const auto [m, hw, w, layouts] = space_of(c);
     const size_t stride = std::max<size_t>(1, layouts.size() / 400);
@@ -114,13 +114,11 @@ TEST_CASE("a stage that runs the same work as the one before it never holds more
         CHECK(stages[s].total() <= stages[s - 1].total());
         ++pairs;
         interleaved += l.schedule == Schedule::Interleaved;
-        zero_bubble += l.schedule == Schedule::ZeroBubble;
       }
     }
   }
   CHECK(pairs > 500);
   CHECK(interleaved > 50);
-  CHECK(zero_bubble > 10);
 }
 
 TEST_CASE("the pruned, cached search finds the best layout that pricing every enumerated layout finds") {

@@ -114,8 +114,23 @@ struct PlanCommand {
     if (compare.size() > size_t(limits::kListItems))
       throw UsageError("--compare: at most " + std::to_string(limits::kListItems) + " layouts");
     if (!schedules.empty()) {
+      // Only schedules the framework runs: its search's own list (restrict_to_framework).
+      const std::vector<Schedule> runs = rq.search.schedules;
       rq.search.schedules.clear();
-      for (const auto& item : split_list(schedules, "--schedules")) rq.search.schedules.push_back(parse_schedule(item));
+      for (const auto& item : split_list(schedules, "--schedules")) {
+        const Schedule sch = parse_schedule(item);
+        if (std::find(runs.begin(), runs.end(), sch) == runs.end()) {
+          std::string allowed;
+          for (Schedule r : runs) allowed += (allowed.empty() ? "" : ", ") + to_string(r);
+          throw UsageError("--schedules " + item + ": " + to_string(s.work.framework) + " does not run it" +
+                           (sch == Schedule::ZeroBubble
+                                ? " (sixfold prices the one-stage ZB-H1, which is not in Megatron-LM or DeepSpeed; "
+                                  "torchtitan runs only interleaved zero-bubble schedules)"
+                                : std::string()) +
+                           "; allowed for " + to_string(s.work.framework) + ": " + allowed);
+        }
+        rq.search.schedules.push_back(sch);
+      }
     }
     const PlanResult res = [&] {
       Progress bar("plan: searching layouts");
