@@ -239,6 +239,16 @@ TEST_CASE("plan: a TP recommendation overlaps TP communication and exports --tp-
   CHECK_FALSE(contains(read_file(out), "--tp-comm-overlap"));
 }
 
+TEST_CASE("plan --schedules: a schedule the framework does not run is a usage error naming those it does") {
+  Result r = run_sixfold("plan --model llama3-8b --hardware h100-sxm-80g --gpus 16 --seq 4096 --global-batch 64 --schedules gpipe");
+  CHECK(r.code == 2);
+  CHECK(contains(r.output, "--schedules gpipe: megatron does not run it; allowed for megatron: 1f1b, interleaved"));
+  r = run_sixfold("plan --model llama3-8b --hardware h100-sxm-80g --gpus 16 --seq 4096 --global-batch 64 --framework torchtitan "
+                  "--schedules zero-bubble");
+  CHECK(r.code == 2);
+  CHECK(contains(r.output, "interleaved zero-bubble"));
+}
+
 TEST_CASE("--recompute-modules: Megatron-Core's names, a usage error for others, exported as Megatron flags") {
   Result r = run_sixfold("predict --model llama3-8b --hardware h100-sxm-80g --gpus 8 --recompute-modules core_attn,mlpp");
   CHECK(r.code == 2);
