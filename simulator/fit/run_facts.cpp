@@ -322,7 +322,8 @@ RunSettings run_settings(const RunFacts& f, int pp, int zero) {
   s.has_every_recompute = f.codebase == "torchtitan";
   s.overlap_p2p_comm = dated_default(f, Setting::P2pOverlap, pp, zero);
   s.pp_keeps_stage_outputs = dated_default(f, Setting::PipelineKeepsOutputs, pp, zero);
-  // Unstated: off, torchtitan's default (training.compile = false).
+  // Unstated: off, torchtitan's default (training.compile = false); the validator also tries it
+  // on and keeps the faster (validation.cpp), as for every unstated choice.
   s.compile = f.compile.value_or(false);
   // Unstated MoE dispatch and its overlap: the codebase's (Megatron's defaults: the all-to-all
   // dispatcher on the critical path).
@@ -331,8 +332,10 @@ RunSettings run_settings(const RunFacts& f, int pp, int zero) {
   s.deepep_dispatch = f.deepep_dispatch.value_or(s.deepep_dispatch);
   s.overlap_moe_ep_comm = f.ep_overlap.value_or(s.overlap_moe_ep_comm);
   s.filled_compile = !f.compile.has_value() && f.codebase == "torchtitan";
-  if (s.compile && s.cross_entropy == CrossEntropy::Default && !dated_default(f, Setting::CompiledLoss, pp, zero))
-    s.cross_entropy = CrossEntropy::TorchFp32;  // compiled blocks, eager loss
+  s.compiled_cross_entropy = s.cross_entropy;
+  if (s.cross_entropy == CrossEntropy::Default && !dated_default(f, Setting::CompiledLoss, pp, zero))
+    s.compiled_cross_entropy = CrossEntropy::TorchFp32;  // compiled blocks, eager loss
+  if (s.compile) s.cross_entropy = s.compiled_cross_entropy;
   return s;
 }
 

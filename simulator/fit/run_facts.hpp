@@ -49,6 +49,8 @@ struct RunSettings {
   bool dp_overlap = true;
   bool tp_overlap = false;
   bool compile = false;  // Workload::compile; with the loss too when the codebase compiled it at its date
+  // The loss the codebase runs compiled at its date: what an unstated `compile` tried on prices.
+  CrossEntropy compiled_cross_entropy = CrossEntropy::Default;
   // Megatron-LM since 2025 (and Megatron-Bridge) counts causal attention at half in its model
   // TFLOP/s; older Megatron-LM, NeMo 1 and the papers count it whole.
   bool model_flops_causal_halved = false;

@@ -387,14 +387,20 @@ ValidationReport validate_runs(const CsvTable& t, const ValidationOptions& opt) 
       const bool vpp_filled = !stated(t, r, "vpp") && s.layout.pp > 1;
       if (vpp_filled)
         for (int v = 2; v <= (s.model.layers + 2) / s.layout.pp; ++v) vpps.push_back(v);
+      // An unstated torch.compile (torchtitan): off, its default, or on. A published throughput is a
+      // tuned run, and compiling is what torchtitan's own benchmarks do (28 of the 30 torchtitan
+      // rows here state it on), so it is one more choice the fastest layout below picks.
+      std::vector<bool> compiles = {s.work.compile};
+      if (run.filled_compile) compiles = {false, true};
       // Fill unstated fields the way a user would: the fastest layout that fits in memory over every
-      // unstated choice together (recompute policy and modules, micro-batch, ZeRO stage, vpp): a
+      // unstated choice together (recompute policy and modules, micro-batch, ZeRO stage, vpp, compile): a
       // heavier recompute that lets a deeper interleave fit can win (Llama 3 405B on 8192 H100 at
       // 32 micro-batches per pipeline); on a tie the cheaper recompute, tried first. If nothing
       // fits, the least memory.
       std::optional<Prediction> best;
       Layout best_layout;
       bool best_fits = false;
+      bool best_compile = s.work.compile;
       std::string last_error;
       // Prices a trial layout and keeps it if it is the best so far; whether it fits, or nothing
       // when the layout is invalid.
@@ -422,60 +428,67 @@ ValidationReport validate_runs(const CsvTable& t, const ValidationOptions& opt) 
           best = p;
           best_layout = l;
           best_fits = fits;
+          best_compile = s.work.compile;
         }
         return fits;
       };
       const bool block_recompute = unstated_recompute && run.has_block_recompute;
       const bool every_recompute = unstated_recompute && run.has_every_recompute;
-      for (const auto& [rcv, modules] : policies) {
-        for (Count b : micro_batches)
-          for (int z : zeros)
-            for (int v : vpps) {
-              Layout l = s.layout;
-              l.recompute = rcv;
-              l.recompute_modules = modules;
-              l.micro_batch = b;
-              if (split_local_batch) {
-                const Count stages = Count(s.layout.pp) * v;
-                if (b % stages != 0) {  // torchtitan refuses a local batch it cannot split
-                  last_error = "local batch divisible by pp x vpp (torchtitan's micro-batch count)";
-                  continue;
+      for (bool compile : compiles) {
+        s.work.compile = compile;
+        s.work.cross_entropy = compile ? run.compiled_cross_entropy : run.cross_entropy;
+        for (const auto& [rcv, modules] : policies) {
+          for (Count b : micro_batches)
+            for (int z : zeros)
+              for (int v : vpps) {
+                Layout l = s.layout;
+                l.recompute = rcv;
+                l.recompute_modules = modules;
+                l.micro_batch = b;
+                if (split_local_batch) {
+                  const Count stages = Count(s.layout.pp) * v;
+                  if (b % stages != 0) {  // torchtitan refuses a local batch it cannot split
+                    last_error = "local batch divisible by pp x vpp (torchtitan's micro-batch count)";
+                    continue;
+                  }
+                  l.micro_batch = b / stages;
                 }
-                l.micro_batch = b / stages;
-              }
-              l.zero = z;
-              l.vpp = v;
-              if (v > 1) l.schedule = Schedule::Interleaved;
-              if (vpp_filled) split_pipeline_like_megatron(l, s.model, s.work.framework);
-              const std::optional<bool> fits = consider(l);
-              // Where every layer recomputed fits, Megatron's block recompute of fewer layers per
-              // virtual stage may too, and is faster: the fewest that fit (memory falls and time
-              // rises with the count), found by bisection.
-              if (rcv != Recompute::Full || !fits.value_or(false)) continue;
-              const std::vector<int> chunks = virtual_stage_layer_counts(s.model, l);
-              if (every_recompute) {
-                // torchtitan: checkpointing every k-th layer, the largest k that fits (k = 1 is
-                // every layer, which fits).
-                int lo = 1, hi = *std::max_element(chunks.begin(), chunks.end()) * l.virtual_stages();
+                l.zero = z;
+                l.vpp = v;
+                if (v > 1) l.schedule = Schedule::Interleaved;
+                if (vpp_filled) split_pipeline_like_megatron(l, s.model, s.work.framework);
+                const std::optional<bool> fits = consider(l);
+                // Where every layer recomputed fits, Megatron's block recompute of fewer layers per
+                // virtual stage may too, and is faster: the fewest that fit (memory falls and time
+                // rises with the count), found by bisection.
+                if (rcv != Recompute::Full || !fits.value_or(false)) continue;
+                const std::vector<int> chunks = virtual_stage_layer_counts(s.model, l);
+                if (every_recompute) {
+                  // torchtitan: checkpointing every k-th layer, the largest k that fits (k = 1 is
+                  // every layer, which fits).
+                  int lo = 1, hi = *std::max_element(chunks.begin(), chunks.end()) * l.virtual_stages();
+                  while (lo < hi) {
+                    Layout t = l;
+                    t.recompute_every = (lo + hi + 1) / 2;
+                    if (consider(t).value_or(false)) lo = t.recompute_every;
+                    else hi = t.recompute_every - 1;
+                  }
+                }
+                if (!block_recompute) continue;
+                int lo = 1, hi = *std::max_element(chunks.begin(), chunks.end());  // hi: every layer, fits
                 while (lo < hi) {
                   Layout t = l;
-                  t.recompute_every = (lo + hi + 1) / 2;
-                  if (consider(t).value_or(false)) lo = t.recompute_every;
-                  else hi = t.recompute_every - 1;
+                  t.recompute_num_layers = (lo + hi) / 2;
+                  if (consider(t).value_or(false)) hi = t.recompute_num_layers;
+                  else lo = t.recompute_num_layers + 1;
                 }
               }
-              if (!block_recompute) continue;
-              int lo = 1, hi = *std::max_element(chunks.begin(), chunks.end());  // hi: every layer, fits
-              while (lo < hi) {
-                Layout t = l;
-                t.recompute_num_layers = (lo + hi) / 2;
-                if (consider(t).value_or(false)) hi = t.recompute_num_layers;
-                else lo = t.recompute_num_layers + 1;
-              }
-            }
+        }
       }
       if (micro_batches.empty()) last_error = "global batch divisible by dp*micro-batch";
       if (!best) throw Error("layout invalid: " + last_error);
+      s.work.compile = best_compile;
+      s.work.cross_entropy = best_compile ? run.compiled_cross_entropy : run.cross_entropy;
       if (unstated_recompute)
         row.filled.push_back("recompute=" + to_string(best_layout.recompute) +
                              (best_layout.block_recompute()
@@ -491,7 +504,7 @@ ValidationReport validate_runs(const CsvTable& t, const ValidationOptions& opt) 
       }
       if (run.filled_flash) row.filled.push_back(std::string("attention=") + (run.flash_attention ? "flash" : "fused-softmax"));
       if (run.filled_tp_overlap && best_layout.tp > 1) row.filled.push_back(std::string("tp_overlap=") + (run.tp_overlap ? "on" : "off"));
-      if (run.filled_compile) row.filled.push_back("compile=off");
+      if (run.filled_compile) row.filled.push_back(std::string("compile=") + (best_compile ? "on" : "off"));
       if (split_local_batch) row.filled.push_back("pipeline_micro_batches=" + std::to_string(best_layout.pp * best_layout.virtual_stages()));
       if (best_layout.accounts_pipeline_split()) row.filled.push_back("pipeline_split=embedding,loss");
       if (!best_layout.pipeline_layout.empty()) row.filled.push_back("pipeline_layout=" + best_layout.pipeline_layout);

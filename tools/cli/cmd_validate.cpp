@@ -111,7 +111,7 @@ struct ValidateCommand {
         {"tp_overlap", "unstated: off, but on for Megatron-Core runs from 2023-11 with TP > 1, as its published recipes run (simulator/fit/run_facts.cpp)"},
         {"ep_dispatcher", "unstated: the codebase's MoE token dispatcher (Megatron's default: all-to-all; simulator/fit/run_facts.cpp)"},
         {"ep_overlap", "unstated: the codebase's default, off but for DeepSeek's DualPipe (simulator/fit/run_facts.cpp)"},
-        {"compile", "unstated: off, torchtitan's default (training.compile = false)"},
+        {"compile", "unstated (torchtitan): off, its default, or on, the faster; published torchtitan benchmarks compile"},
         {"pipeline_micro_batches", "torchtitan splits the stated local batch into one micro-batch per stage"},
         {"model_flops", "the source's count: Megatron-Bridge halves causal attention's FLOPs"},
         {"vpp", "unstated: the fastest interleave that fits in memory"},
