@@ -98,6 +98,8 @@ enum class Setting {
   P2pOverlap,
   CompiledLoss,
   PipelineKeepsOutputs,
+  PipelineMicroBatchPerStage,
+  PipelineMicroBatchOfOne,
   TpOverlap
 };
 
@@ -175,6 +177,15 @@ const DatedDefault kDatedDefaults[] = {
      "it, and the NeMo / Megatron-Bridge performance recipes set it for every TP > 1 run "
      "(Megatron-Bridge scripts/performance/utils/overrides.py 'tp_comm_overlap = tensor_model_parallel_size > 1'; "
      "recipes/llama/h100/llama3.py and recipes/gpt/h100/gpt3_175b.py tp_comm_overlap=True)"},
+    // torchtitan's pipeline micro-batches when pipeline_parallel_microbatches was unset: pp of them
+    // (pipelining_utils.py build_pipeline_schedule, 'n_microbatches = pipeline_parallel_degree',
+    // commit 9dec370, 2024-12) until the two entries below.
+    {"torchtitan", 202501, 202504, Setting::PipelineMicroBatchPerStage, true, 2, 3,
+     "torchtitan commit 90567fc98 (2025-01-07, #781): build_pipeline_schedule defaults n_microbatches to "
+     "num_total_stages = pipeline_parallel_degree x len(stages)"},
+    {"torchtitan", 202504, 0, Setting::PipelineMicroBatchOfOne, true, 2, 3,
+     "torchtitan commit 5e2033c75 (2025-04-07, #1073): pipeline_parallel_microbatch_size, default 1, replaces "
+     "the micro-batch count: n_microbatches = local batch_size / 1"},
     {"torchtitan", 0, 202511, Setting::PipelineKeepsOutputs, true, 2, 3,
      "torch.distributed.pipelining's last stage kept every micro-batch's output for step() to return until "
      "torchtitan passed return_outputs=False (torchtitan #1922, commit e5ef99aab, 2025-10-22; pytorch #165822)"},
@@ -322,6 +333,10 @@ RunSettings run_settings(const RunFacts& f, int pp, int zero) {
   s.has_every_recompute = f.codebase == "torchtitan";
   s.overlap_p2p_comm = dated_default(f, Setting::P2pOverlap, pp, zero);
   s.pp_keeps_stage_outputs = dated_default(f, Setting::PipelineKeepsOutputs, pp, zero);
+  using PMB = RunSettings::PipelineMicroBatches;
+  s.pipeline_micro_batches = dated_default(f, Setting::PipelineMicroBatchOfOne, pp, zero)      ? PMB::PerSequence
+                             : dated_default(f, Setting::PipelineMicroBatchPerStage, pp, zero) ? PMB::PerStage
+                                                                                                : PMB::PerPipelineRank;
   // Unstated: off, torchtitan's default (training.compile = false); the validator also tries it
   // on and keeps the faster (validation.cpp), as for every unstated choice.
   s.compile = f.compile.value_or(false);

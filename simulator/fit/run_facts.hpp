@@ -68,8 +68,13 @@ struct RunSettings {
   // The pipeline's last stage keeps every micro-batch's output (Workload::pp_keeps_stage_outputs).
   bool pp_keeps_stage_outputs = false;
   // The global batch is dp x the stated local batch, and a pipeline splits that local batch into
-  // one micro-batch per stage (torchtitan's defaults).
+  // micro-batches by `pipeline_micro_batches` (torchtitan's defaults).
   bool local_batch_semantics = false;
+  // How many micro-batches torchtitan's pipeline makes of a rank's local batch when not told, by
+  // date (run_facts.cpp): pp of them, then one per stage in all (pp x stages per rank), then
+  // micro-batches of one sequence.
+  enum class PipelineMicroBatches { PerPipelineRank, PerStage, PerSequence };
+  PipelineMicroBatches pipeline_micro_batches = PipelineMicroBatches::PerPipelineRank;
   // Which settings came from the table rather than the row (for the validator's "filled" counts).
   bool filled_flash = false, filled_dp_overlap = false, filled_tp_overlap = false, filled_compile = false;
   bool filled_ep_dispatcher = false, filled_ep_overlap = false;

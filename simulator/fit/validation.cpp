@@ -353,17 +353,27 @@ ValidationReport validate_runs(const CsvTable& t, const ValidationOptions& opt) 
         add_policy(stated_policy == Recompute::Selective && run.selective_is_op_level ? Recompute::SelectiveOp
                                                                                       : stated_policy);
       }
-      // torchtitan's pipeline splits each rank's local batch into one micro-batch per stage in all,
-      // pp x the stages each rank holds, unless told otherwise (pipeline_parallel_microbatches unset:
-      // build_pipeline_schedule sets n_microbatches = pipeline_parallel_degree * len(stages) and
-      // refuses a local batch it does not divide; torchtitan 9dec370,
-      // torchtitan/parallelisms/pipelining_utils.py). The rows state the local batch, or nothing
-      // (global batch / dp); the micro-batch follows the virtual stages tried below.
+      // torchtitan's pipeline splits each rank's local batch into micro-batches itself, unless told
+      // otherwise, by its date (run_facts.cpp): pp of them (torchtitan 9dec370, 2024-12), one per
+      // stage in all (pp x the stages each rank holds, from 2025-01), or of one sequence each (from
+      // 2025-04); it refuses a local batch it cannot split. The rows state the local batch, or
+      // nothing (global batch / dp); under the per-stage rule the micro-batch follows the virtual
+      // stages tried below.
+      using PMB = RunSettings::PipelineMicroBatches;
+      auto pipeline_micro_batch_count = [&](Count local_batch, int vpp) -> Count {
+        switch (run.pipeline_micro_batches) {
+          case PMB::PerPipelineRank: return s.layout.pp;
+          case PMB::PerStage: return Count(s.layout.pp) * vpp;
+          case PMB::PerSequence: return local_batch;
+        }
+        return s.layout.pp;
+      };
       Count pipeline_local_batch = 0;
-      if (run.local_batch_semantics && s.layout.pp > 1 &&
-          (s.layout.micro_batch > 0 ? s.layout.micro_batch % s.layout.pp == 0
-                                    : s.work.global_batch % (Count(s.layout.dp) * s.layout.pp) == 0))
-        pipeline_local_batch = s.layout.micro_batch > 0 ? s.layout.micro_batch : s.work.global_batch / s.layout.dp;
+      if (run.local_batch_semantics && s.layout.pp > 1) {
+        const Count local = s.layout.micro_batch > 0 ? s.layout.micro_batch : s.work.global_batch / s.layout.dp;
+        const bool whole = s.layout.micro_batch > 0 || s.work.global_batch % s.layout.dp == 0;
+        if (whole && local > 0 && local % pipeline_micro_batch_count(local, 1) == 0) pipeline_local_batch = local;
+      }
       const bool split_local_batch = pipeline_local_batch > 0;
       std::vector<Count> micro_batches;
       if (split_local_batch)
@@ -446,12 +456,12 @@ ValidationReport validate_runs(const CsvTable& t, const ValidationOptions& opt) 
                 l.recompute_modules = modules;
                 l.micro_batch = b;
                 if (split_local_batch) {
-                  const Count stages = Count(s.layout.pp) * v;
-                  if (b % stages != 0) {  // torchtitan refuses a local batch it cannot split
+                  const Count count = pipeline_micro_batch_count(b, v);
+                  if (b % count != 0) {  // torchtitan refuses a local batch it cannot split
                     last_error = "local batch divisible by pp x vpp (torchtitan's micro-batch count)";
                     continue;
                   }
-                  l.micro_batch = b / stages;
+                  l.micro_batch = b / count;
                 }
                 l.zero = z;
                 l.vpp = v;
@@ -505,7 +515,8 @@ ValidationReport validate_runs(const CsvTable& t, const ValidationOptions& opt) 
       if (run.filled_flash) row.filled.push_back(std::string("attention=") + (run.flash_attention ? "flash" : "fused-softmax"));
       if (run.filled_tp_overlap && best_layout.tp > 1) row.filled.push_back(std::string("tp_overlap=") + (run.tp_overlap ? "on" : "off"));
       if (run.filled_compile) row.filled.push_back(std::string("compile=") + (best_compile ? "on" : "off"));
-      if (split_local_batch) row.filled.push_back("pipeline_micro_batches=" + std::to_string(best_layout.pp * best_layout.virtual_stages()));
+      if (split_local_batch)
+        row.filled.push_back("pipeline_micro_batches=" + std::to_string(pipeline_local_batch / best_layout.micro_batch));
       if (best_layout.accounts_pipeline_split()) row.filled.push_back("pipeline_split=embedding,loss");
       if (!best_layout.pipeline_layout.empty()) row.filled.push_back("pipeline_layout=" + best_layout.pipeline_layout);
       if (vpp_filled) row.filled.push_back("vpp=" + std::to_string(best_layout.vpp));

@@ -16,8 +16,8 @@ namespace {
 const char* kHeader =
     "id,source,layers,hidden,ffn,heads,kv_heads,vocab,seq,experts,topk,moe_ffn,gpu,gpus,gpus_per_node,dp,tp,pp,vpp,cp,ep,sp,"
     "zero,micro_batch,global_batch,recompute,dtype,tflops_hw,tflops_model,mfu_pct,tokens_per_gpu_s,iter_s,peak_mem_gib,notes,"
-    "framework,framework_date,attention,dp_overlap,tp_overlap\n";
-constexpr int kColumns = 39;
+    "framework,framework_date,attention,dp_overlap,tp_overlap,compile\n";
+constexpr int kColumns = 40;
 
 // Rows are written up to `notes`; the run-fact columns after it may be left off (empty).
 ValidationReport run(const std::string& rows) {
@@ -143,31 +143,37 @@ TEST_CASE("a malformed count or metric cell is an input error naming the file, l
   }
 }
 
-TEST_CASE("torchtitan pipelines: the local batch splits into one micro-batch per stage, the global batch is dp x local") {
+TEST_CASE("torchtitan pipelines: the local batch splits as torchtitan did at the row's date, the global batch is dp x local") {
+  // pipeline_parallel_microbatches unset: pp micro-batches (9dec370, 2024-12), then pp x stages per
+  // rank (90567fc98, 2025-01), then micro-batches of one sequence (5e2033c75, 2025-04; and today).
+  const std::string shape = "32,4096,14336,32,8,128256,8192,,,,h100-sxm-80g,";
   const ValidationReport rep = run(
-      "P1,pytorch/torchtitan benchmarks,32,4096,14336,32,8,128256,8192,,,,h100-sxm-80g,32,8,4,1,8,1,1,1,0,3,16,,full,bf16,,,,100,,,,torchtitan\n");
-  const RowResult& row = rep.rows.at(0);
-  REQUIRE_MESSAGE(row.scored, row.skip_reason);
-  CHECK(row.scenario.layout.micro_batch == 2);      // 16 sequences over 8 stages
-  CHECK(row.scenario.work.global_batch == 4 * 16);  // dp x local batch
-  CHECK(filled(row, "pipeline_micro_batches=8"));
-  CHECK(filled(row, "global_batch=64"));
-}
-
-TEST_CASE("torchtitan interleaved pipelines: one micro-batch per stage in all, pp x vpp") {
-  // build_pipeline_schedule: n_microbatches = pipeline_parallel_degree * len(stages) (torchtitan
-  // 9dec370). The local batch of 16 over pp 4 x vpp 2 stages: micro-batches of 2, 8 of them.
-  const ValidationReport rep = run(
-      "P2,pytorch/torchtitan benchmarks,32,4096,14336,32,8,128256,8192,,,,h100-sxm-80g,16,8,4,1,4,2,1,1,0,3,16,,full,bf16,,,,100,,,,torchtitan\n"
-      // pp 4 x vpp 3 stages do not divide a local batch of 16: torchtitan refuses it.
-      "P3,pytorch/torchtitan benchmarks,30,4096,14336,32,8,128256,8192,,,,h100-sxm-80g,16,8,4,1,4,3,1,1,0,3,16,,full,bf16,,,,100,,,,torchtitan\n");
-  const RowResult& row = rep.rows.at(0);
-  REQUIRE_MESSAGE(row.scored, row.skip_reason);
-  CHECK(row.scenario.layout.vpp == 2);
-  CHECK(row.scenario.layout.micro_batch == 2);
-  CHECK(filled(row, "pipeline_micro_batches=8"));
-  CHECK_FALSE(rep.rows.at(1).scored);
-  CHECK(rep.rows.at(1).skip_reason.find("pp x vpp") != std::string::npos);
+      // 32 GPUs: dp 4 x pp 8, local batch 16.
+      "P1,t," + shape + "32,8,4,1,8,1,1,1,0,3,16,,full,bf16,,,,100,,,,torchtitan,2024-12\n"
+      // 16 GPUs: dp 4 x pp 4 x vpp 2, local batch 16.
+      "P2,t," + shape + "16,8,4,1,4,2,1,1,0,3,16,,full,bf16,,,,100,,,,torchtitan,2024-12\n"
+      "P3,t," + shape + "16,8,4,1,4,2,1,1,0,3,16,,full,bf16,,,,100,,,,torchtitan,2025-02\n"
+      "P4,t," + shape + "16,8,4,1,4,2,1,1,0,3,16,,full,bf16,,,,100,,,,torchtitan,2025-06\n"
+      "P5,t," + shape + "16,8,4,1,4,2,1,1,0,3,16,,full,bf16,,,,100,,,,torchtitan\n"
+      // pp 4 x vpp 3 stages do not divide a local batch of 16: torchtitan refused it in 2025-02.
+      "P6,t,30,4096,14336,32,8,128256,8192,,,,h100-sxm-80g,16,8,4,1,4,3,1,1,0,3,16,,full,bf16,,,,100,,,,torchtitan,"
+      "2025-02\n");
+  REQUIRE(rep.rows.size() == 6);
+  for (size_t i = 0; i < 5; ++i) REQUIRE_MESSAGE(rep.rows[i].scored, rep.rows[i].id << ": " << rep.rows[i].skip_reason);
+  const RowResult& p1 = rep.rows[0];
+  CHECK(p1.scenario.layout.micro_batch == 2);  // 16 sequences over pp 8
+  CHECK(p1.scenario.work.global_batch == 4 * 16);
+  CHECK(filled(p1, "pipeline_micro_batches=8"));
+  CHECK(filled(p1, "global_batch=64"));
+  const Count expected_micro_batch[] = {4, 2, 1, 1};  // pp; pp x vpp; one sequence (2025-06, undated)
+  for (size_t i = 1; i < 5; ++i) {
+    CAPTURE(rep.rows[i].id);
+    CHECK(rep.rows[i].scenario.layout.vpp == 2);
+    CHECK(rep.rows[i].scenario.layout.micro_batch == expected_micro_batch[i - 1]);
+    CHECK(filled(rep.rows[i], "pipeline_micro_batches=" + std::to_string(16 / expected_micro_batch[i - 1])));
+  }
+  CHECK_FALSE(rep.rows[5].scored);
+  CHECK(rep.rows[5].skip_reason.find("pp x vpp") != std::string::npos);
 }
 
 TEST_CASE("an unstated vpp is the fastest that fits, as the micro-batch, torchtitan's virtual stages may be uneven") {
@@ -382,8 +388,9 @@ TEST_CASE("an unstated torchtitan recompute may checkpoint every k-th layer: the
   // Llama-3-8B on 8 H100, seq 2048, local batch 5, FSDP: op-level checkpointing does not fit,
   // every layer recomputed does, and so does every 3rd (not every 4th).
   const std::string row = ",a,32,4096,14336,32,8,128256,2048,,,,h100-sxm-80g,8,8,8,1,1,1,1,1,0,3,5,,";
-  const ValidationReport rep = run("E1" + row + ",bf16,,,,1000,,,,torchtitan,2024-12,flash,1,0\n" +
-                                   "E2" + row + "full,bf16,,,,1000,,,,torchtitan,2024-12,flash,1,0\n" +
+  // Eager (compile 0): compiled, op-level checkpointing keeps less and would fit.
+  const ValidationReport rep = run("E1" + row + ",bf16,,,,1000,,,,torchtitan,2024-12,flash,1,0,0\n" +
+                                   "E2" + row + "full,bf16,,,,1000,,,,torchtitan,2024-12,flash,1,0,0\n" +
                                    "E3" + row.substr(0, row.size() - 1) + "40,,bf16,,,,1000,,,,llm-foundry,2024-12,flash,1,0\n");
   REQUIRE(rep.rows.size() == 3);
   for (const RowResult& r : rep.rows) REQUIRE_MESSAGE(r.scored, r.id << ": " << r.skip_reason);
