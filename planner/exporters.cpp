@@ -331,6 +331,10 @@ std::string export_torchtitan(const Scenario& s) {
                         : l.schedule == Schedule::ZeroBubble  ? "InterleavedZeroBubble"
                                                               : "1F1B";
     o << "pipeline_parallel_schedule = \"" << sched << "\"\n";
+    // torchtitan cuts the local batch into micro-batches of this many sequences (job_config.py,
+    // default 1); the local batch below is the whole step's, so one pipeline flush runs all
+    // micro-batches, as priced.
+    o << "pipeline_parallel_microbatch_size = " << l.micro_batch << "\n";
     if (l.vpp > 1) {
       const std::vector<int> counts = stage_layer_counts(s.model, l);
       const bool even = std::all_of(counts.begin(), counts.end(), [&](int c) { return c == counts.front() && c % l.vpp == 0; });
@@ -361,7 +365,11 @@ std::string export_torchtitan(const Scenario& s) {
   if (l.recompute_every > 0) o << "selective_ac_option = \"" << l.recompute_every << "\"\n";
   o << "\n[training]\n";
   o << "seq_len = " << s.work.seq << "\n";
-  o << "local_batch_size = " << l.micro_batch << "\n";
+  // local_batch_size is what one rank runs before the optimizer step, or before the next gradient
+  // accumulation step where global_batch_size is larger (torchtitan's train.py). Without a
+  // pipeline it is the micro-batch; with one, the pipeline takes the whole step's batch of the
+  // data-parallel rank, or torchtitan would run a flush per micro-batch, each its own bubble.
+  o << "local_batch_size = " << (l.pp > 1 ? s.work.global_batch / l.dp : l.micro_batch) << "\n";
   o << "global_batch_size = " << s.work.global_batch << "\n";
   const char* precision = s.work.dtype == Dtype::FP32 ? "float32" : s.work.dtype == Dtype::FP16 ? "float16" : "bfloat16";
   o << "mixed_precision_param = \"" << precision << "\"\n";

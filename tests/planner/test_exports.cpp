@@ -129,6 +129,18 @@ TEST_CASE("torchtitan keys are names its JobConfig defines, ZeRO-1/2 are refused
   CHECK(keys >= 10);
   CHECK(text.find("pipeline_parallel_schedule = \"Interleaved1F1B\"") != std::string::npos);
   CHECK(text.find("data_parallel_shard_degree = 2") != std::string::npos);
+  // A pipeline takes the rank's whole step (128 sequences over dp 2) in micro-batches of the
+  // layout's size; without one the local batch is the micro-batch and the rest accumulates.
+  s.layout.micro_batch = 2;
+  const std::string piped = export_torchtitan(s);
+  CHECK(piped.find("local_batch_size = 64\n") != std::string::npos);
+  CHECK(piped.find("pipeline_parallel_microbatch_size = 2\n") != std::string::npos);
+  CHECK(piped.find("global_batch_size = 128\n") != std::string::npos);
+  Scenario flat = s;
+  flat.layout.pp = 1; flat.layout.vpp = 1; flat.layout.schedule = Schedule::OneFOneB; flat.layout.dp = 8;
+  const std::string unpiped = export_torchtitan(flat);
+  CHECK(unpiped.find("local_batch_size = 2\n") != std::string::npos);
+  CHECK(unpiped.find("pipeline_parallel_microbatch_size") == std::string::npos);
   s.layout.zero = 1;
   CHECK_THROWS_AS(export_torchtitan(s), UsageError);
   CHECK_THROWS_AS(parse_export_format("nemo"), UsageError);
