@@ -335,16 +335,23 @@ std::string export_torchtitan(const Scenario& s) {
     // default 1); the local batch below is the whole step's, so one pipeline flush runs all
     // micro-batches, as priced.
     o << "pipeline_parallel_microbatch_size = " << l.micro_batch << "\n";
-    if (l.vpp > 1) {
-      const std::vector<int> counts = stage_layer_counts(s.model, l);
-      const bool even = std::all_of(counts.begin(), counts.end(), [&](int c) { return c == counts.front() && c % l.vpp == 0; });
-      // Uneven virtual stages: torchtitan's own split (two stages per rank, as even as it can) is
-      // the one priced; it has no key for another.
-      if (even)
-        o << "pipeline_parallel_layers_per_stage = " << counts.front() / l.vpp << "\n";
-      else if (l.vpp != 2 || l.first_stage_layers > 0 || l.last_stage_layers > 0)
-        refuse("torchtitan", "uneven virtual stages other than torchtitan's default split (2 per rank, as even as it goes)");
+    // The split priced, part by part: torchtitan's own (generate_llm_fqn_per_model_part, which
+    // counts the embedding and the output as a layer each) differs from it, and only the module
+    // list expresses an uneven or first/last-stage split. Parts are in stage order, virtual stage c
+    // of rank r being part c x pp + r (pipeline_module_split's looped style), as sixfold counts them.
+    const std::vector<int> parts = virtual_stage_layer_counts(s.model, l);
+    o << "module_fqns_per_model_part = [";
+    int layer = 0;
+    for (size_t c = 0; c < parts.size(); ++c) {
+      std::vector<std::string> names;
+      if (c == 0) names.push_back("tok_embeddings");
+      for (int i = 0; i < parts[c]; ++i) names.push_back("layers." + std::to_string(layer++));
+      if (c + 1 == parts.size()) names.insert(names.end(), {"norm", "output"});
+      o << (c == 0 ? "\n  [" : ",\n  [");
+      for (size_t i = 0; i < names.size(); ++i) o << (i ? ", \"" : "\"") << names[i] << "\"";
+      o << "]";
     }
+    o << "\n]\n";
   }
   o << "context_parallel_degree = " << l.cp << "\n";
   if (s.model.moe.enabled()) {

@@ -77,6 +77,7 @@ inline std::vector<std::string> unknown_torchtitan_keys(const std::string& text,
   int n = 0;
   while (std::getline(lines, line)) {
     if (line.empty() || line[0] == '#') continue;
+    if (line[0] == ' ' || line[0] == ']') continue;  // inside a multi-line array
     if (line[0] == '[') {
       section = line.substr(1, line.find(']') - 1);
       continue;

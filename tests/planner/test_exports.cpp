@@ -2,10 +2,12 @@
 // those projects define (configs/framework_keys/), and refusals of layouts a framework cannot express.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 
+#include "models/layout.hpp"
 #include "models/model_zoo.hpp"
 #include "planner/exporters.hpp"
 #include "planner/plan_file.hpp"
@@ -146,7 +148,7 @@ TEST_CASE("torchtitan keys are names its JobConfig defines, ZeRO-1/2 are refused
   CHECK_THROWS_AS(parse_export_format("nemo"), UsageError);
 }
 
-TEST_CASE("torchtitan: uneven virtual stages are its default two per rank, any other uneven split is refused") {
+TEST_CASE("torchtitan: the pipeline split priced is written as its module list, even or not") {
   Scenario s = llama_scenario();  // 80 layers
   s.work.framework = Framework::Torchtitan;
   s.layout.zero = 3;
@@ -154,16 +156,33 @@ TEST_CASE("torchtitan: uneven virtual stages are its default two per rank, any o
   s.layout.vpp = 3;  // 10 layers a stage: virtual stages of 4, 3 and 3
   s.work.global_batch = 8;
   CHECK_NOTHROW(validate_layout(s.model, s.layout, s.work, s.gpus));
-  CHECK_THROWS_AS(export_torchtitan(s), UsageError);
-  s.layout.vpp = 2;  // 5 and 5: even
-  CHECK(export_torchtitan(s).find("pipeline_parallel_layers_per_stage = 5") != std::string::npos);
-  s.model.layers = 78;  // stages of 10 and 9 layers: torchtitan's own split, no key
-  CHECK_NOTHROW(validate_layout(s.model, s.layout, s.work, s.gpus));
+  // The parts in stage order (virtual stage c of rank r is part c x pp + r): rank 0 holds parts 0,
+  // 8 and 16, of 4, 3 and 3 layers; the embedding opens part 0, the norm and head close part 23.
   const std::string text = export_torchtitan(s);
-  CHECK(text.find("Interleaved1F1B") != std::string::npos);
-  CHECK(text.find("pipeline_parallel_layers_per_stage") == std::string::npos);
-  s.work.framework = Framework::Megatron;  // Megatron needs equal virtual stages
-  CHECK_THROWS_AS(validate_layout(s.model, s.layout, s.work, s.gpus), LayoutError);
+  CHECK(sixfold::test::unknown_torchtitan_keys(text).empty());
+  CHECK(text.find("module_fqns_per_model_part = [\n  [\"tok_embeddings\", \"layers.0\", \"layers.1\", \"layers.2\", "
+                  "\"layers.3\"],\n  [\"layers.4\",") != std::string::npos);
+  CHECK(text.find("\"layers.79\", \"norm\", \"output\"]\n]\n") != std::string::npos);
+  const std::vector<int> counts = virtual_stage_layer_counts(s.model, s.layout);
+  REQUIRE(counts.size() == 24);
+  size_t from = text.find("module_fqns_per_model_part");
+  for (size_t c = 0; c < counts.size(); ++c) {
+    const size_t open = text.find("\n  [", from), close = text.find(']', open);
+    REQUIRE(close != std::string::npos);
+    const std::string part = text.substr(open, close - open);
+    const long layers = std::count(part.begin(), part.end(), ',') + 1 - (c == 0) - 2 * (c + 1 == counts.size());
+    CHECK_MESSAGE(layers == counts[c], "part " << c);
+    from = close;
+  }
+  // A first/last-stage split (torchtitan has no such key) goes the same way.
+  s.layout.vpp = 1; s.layout.schedule = Schedule::OneFOneB;
+  s.layout.first_stage_layers = s.layout.last_stage_layers = 9;  // 9, 11 x 2, 10 x 4, 9
+  CHECK_NOTHROW(validate_layout(s.model, s.layout, s.work, s.gpus));
+  const std::string uneven = export_torchtitan(s);
+  CHECK(uneven.find("\"layers.8\"],\n  [\"layers.9\",") != std::string::npos);
+  CHECK(uneven.find("pipeline_parallel_layers_per_stage") == std::string::npos);
+  s.layout.pp = 1; s.layout.dp = 8; s.layout.first_stage_layers = s.layout.last_stage_layers = 0;
+  CHECK(export_torchtitan(s).find("module_fqns_per_model_part") == std::string::npos);
 }
 
 TEST_CASE("Megatron export: the embedding/loss pipeline split as its flags, virtual stages per rank instead of layers") {
