@@ -137,6 +137,15 @@ void validate_layout(const ModelSpec& m, const Layout& l, const Workload& w, int
     need(l.ep == 1 && l.etp == 1, "ep and etp are 1 for a dense model", "ep=" + s(l.ep) + ", etp=" + s(l.etp));
   }
   need(l.pp <= m.layers, "pp at most the layers", "pp=" + s(l.pp) + ", layers=" + s(m.layers));
+  // DeepSpeed pipelines with its PipelineEngine, which asserts a ZeRO stage below 2
+  // (deepspeed/runtime/pipe/engine.py: "ZeRO-2 and ZeRO-3 are incompatible with pipeline
+  // parallelism") and trains with one schedule, TrainSchedule, 1F1B (runtime/pipe/schedule.py).
+  if (l.pp > 1 && (w.framework == Framework::DeepSpeed || w.framework == Framework::DeepSpeedLegacy)) {
+    need(l.zero <= 1, "DeepSpeed's pipeline engine runs ZeRO stage 0 or 1",
+         "pp=" + s(l.pp) + " with zero=" + s(l.zero) + " (ZeRO-2 and ZeRO-3 are incompatible with its pipeline)");
+    need(l.schedule == Schedule::OneFOneB, "DeepSpeed's pipeline engine runs 1F1B only",
+         "schedule " + to_string(l.schedule) + " with pp=" + s(l.pp));
+  }
   need(w.mtp_layers >= 0, "mtp layers not negative", s(w.mtp_layers));
   need(w.mtp_layers == 0 || w.framework == Framework::Megatron, "multi-token prediction is Megatron's",
        "--mtp-num-layers with framework " + to_string(w.framework));

@@ -58,6 +58,9 @@ void restrict_to_framework(SearchOptions& o, Framework f) {
   drop(o.schedules, [](Schedule s) { return s == Schedule::ZeroBubble; });
   // Megatron-LM pipelines run 1F1B or interleaved 1F1B (schedules.py); GPipe's all-forward order is not one.
   if (f == Framework::Megatron) drop(o.schedules, [](Schedule s) { return s == Schedule::GPipe; });
+  // DeepSpeed's pipeline engine trains with TrainSchedule, 1F1B, and ZeRO-0/1 only (validate_layout).
+  if (f == Framework::DeepSpeed || f == Framework::DeepSpeedLegacy)
+    drop(o.schedules, [](Schedule s) { return s != Schedule::OneFOneB; });
   if (f == Framework::Torchtitan) {
     drop(o.zero_stages, [](int z) { return z == 1 || z == 2; });
     drop(o.recompute, [](Recompute r) { return r == Recompute::Selective; });

@@ -247,6 +247,11 @@ TEST_CASE("plan --schedules: a schedule the framework does not run is a usage er
                   "--schedules zero-bubble");
   CHECK(r.code == 2);
   CHECK(contains(r.output, "interleaved zero-bubble"));
+  // DeepSpeed's pipeline engine trains with 1F1B only.
+  r = run_sixfold("plan --model llama3-8b --hardware h100-sxm-80g --gpus 16 --seq 4096 --global-batch 64 --framework deepspeed "
+                  "--schedules interleaved");
+  CHECK(r.code == 2);
+  CHECK(contains(r.output, "--schedules interleaved: deepspeed does not run it; allowed for deepspeed: 1f1b"));
 }
 
 TEST_CASE("--recompute-modules: Megatron-Core's names, a usage error for others, exported as Megatron flags") {

@@ -83,6 +83,8 @@ TEST_CASE("no plan searches the one-stage zero-bubble schedule, only torchtitan'
     const bool per_layer = std::find(o.dp_overlap.begin(), o.dp_overlap.end(), DpOverlap::PerLayer) != o.dp_overlap.end();
     CHECK_MESSAGE(!zb, to_string(f));  // ZB-H1: Megatron-LM and DeepSpeed lack it, torchtitan's are interleaved
     CHECK_MESSAGE(per_layer == (f == Framework::Torchtitan), to_string(f));
+    const bool deepspeed = f == Framework::DeepSpeed || f == Framework::DeepSpeedLegacy;
+    CHECK_MESSAGE((o.schedules == std::vector<Schedule>{Schedule::OneFOneB}) == deepspeed, to_string(f));
   }
   // What the search space keeps, the framework's exporter writes: the recommendation of a plain plan
   // (a tie between per-layer and bucketed reductions once broke toward per-layer) exports as is.
@@ -103,4 +105,32 @@ TEST_CASE("no plan searches the one-stage zero-bubble schedule, only torchtitan'
       CHECK_NOTHROW(export_plan(f == Framework::Megatron ? ExportFormat::Megatron : ExportFormat::DeepSpeed, s, Prediction{}));
     }
   }
+}
+
+TEST_CASE("DeepSpeed's pipeline engine: ZeRO stage 0 or 1 and 1F1B only") {
+  const ModelSpec m = load_model("llama3-8b");
+  Workload w;
+  w.seq = 4096;
+  w.global_batch = 64;
+  Layout l;
+  l.dp = 8; l.pp = 2; l.zero = 1;
+  for (Framework f : {Framework::DeepSpeed, Framework::DeepSpeedLegacy}) {
+    w.framework = f;
+    CHECK_NOTHROW(validate_layout(m, l, w, 16));
+    Layout z2 = l;
+    z2.zero = 2;
+    CHECK_THROWS_WITH_AS(validate_layout(m, z2, w, 16), doctest::Contains("ZeRO stage 0 or 1"), LayoutError);
+    Layout interleaved = l;
+    interleaved.vpp = 2;
+    interleaved.schedule = Schedule::Interleaved;
+    CHECK_THROWS_WITH_AS(validate_layout(m, interleaved, w, 16), doctest::Contains("1F1B only"), LayoutError);
+    Layout flat = z2;  // ZeRO-2/3 without a pipeline is the engine's ordinary data parallelism
+    flat.pp = 1; flat.dp = 16;
+    CHECK_NOTHROW(validate_layout(m, flat, w, 16));
+  }
+  w.framework = Framework::Megatron;  // Megatron pipelines under its distributed optimizer
+  Layout interleaved = l;
+  interleaved.vpp = 2;
+  interleaved.schedule = Schedule::Interleaved;
+  CHECK_NOTHROW(validate_layout(m, interleaved, w, 16));
 }
