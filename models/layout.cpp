@@ -140,8 +140,13 @@ void validate_layout(const ModelSpec& m, const Layout& l, const Workload& w, int
   // DeepSpeed pipelines with its PipelineEngine, which asserts a ZeRO stage below 2
   // (deepspeed/runtime/pipe/engine.py: "ZeRO-2 and ZeRO-3 are incompatible with pipeline
   // parallelism") and trains with one schedule, TrainSchedule, 1F1B (runtime/pipe/schedule.py).
-  if (l.pp > 1 && (w.framework == Framework::DeepSpeed || w.framework == Framework::DeepSpeedLegacy)) {
-    need(l.zero <= 1, "DeepSpeed's pipeline engine runs ZeRO stage 0 or 1",
+  const bool deepspeed = w.framework == Framework::DeepSpeed || w.framework == Framework::DeepSpeedLegacy;
+  // Its sequence parallelism is Ulysses (an all-to-all of heads, not priced); ring context
+  // parallelism is Megatron's and torchtitan's.
+  need(!deepspeed || l.cp == 1, "context parallelism (ring attention) is Megatron's and torchtitan's",
+       "cp=" + s(l.cp) + " with framework " + to_string(w.framework) + " (DeepSpeed's Ulysses is not priced)");
+  if (l.pp > 1 && deepspeed) {
+    need(pipeline_allows_zero(w.framework, l.pp, l.zero), "DeepSpeed's pipeline engine runs ZeRO stage 0 or 1",
          "pp=" + s(l.pp) + " with zero=" + s(l.zero) + " (ZeRO-2 and ZeRO-3 are incompatible with its pipeline)");
     need(l.schedule == Schedule::OneFOneB, "DeepSpeed's pipeline engine runs 1F1B only",
          "schedule " + to_string(l.schedule) + " with pp=" + s(l.pp));
@@ -292,6 +297,10 @@ std::string to_string(DpOverlap o) {
   }
   return "?";
 }
+bool pipeline_allows_zero(Framework framework, int pp, int zero) {
+  return pp <= 1 || zero <= 1 || (framework != Framework::DeepSpeed && framework != Framework::DeepSpeedLegacy);
+}
+
 std::string to_string(Schedule s) {
   switch (s) {
     case Schedule::GPipe: return "gpipe";

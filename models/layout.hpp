@@ -309,6 +309,9 @@ void validate_layout(const ModelSpec& model, const Layout& layout, const Workloa
 std::string to_string(Dtype d);
 std::string to_string(Recompute r);
 std::string to_string(DpOverlap o);
+// Whether `framework` runs ZeRO stage `zero` under a pipeline of `pp` stages: DeepSpeed's
+// PipelineEngine asserts a stage below 2 (deepspeed/runtime/pipe/engine.py); the others do.
+bool pipeline_allows_zero(Framework framework, int pp, int zero);
 std::string to_string(Schedule s);
 std::string to_string(Framework f);
 std::string to_string(AttentionKernel k);

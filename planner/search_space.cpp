@@ -59,8 +59,10 @@ void restrict_to_framework(SearchOptions& o, Framework f) {
   // Megatron-LM pipelines run 1F1B or interleaved 1F1B (schedules.py); GPipe's all-forward order is not one.
   if (f == Framework::Megatron) drop(o.schedules, [](Schedule s) { return s == Schedule::GPipe; });
   // DeepSpeed's pipeline engine trains with TrainSchedule, 1F1B, and ZeRO-0/1 only (validate_layout).
-  if (f == Framework::DeepSpeed || f == Framework::DeepSpeedLegacy)
+  if (f == Framework::DeepSpeed || f == Framework::DeepSpeedLegacy) {
     drop(o.schedules, [](Schedule s) { return s != Schedule::OneFOneB; });
+    o.context_parallel = false;
+  }
   if (f == Framework::Torchtitan) {
     drop(o.zero_stages, [](int z) { return z == 1 || z == 2; });
     drop(o.recompute, [](Recompute r) { return r == Recompute::Selective; });
@@ -129,6 +131,7 @@ std::vector<Mesh> enumerate_meshes(const ModelSpec& model, const Workload& work,
     for (int pp : divisors(gpus / tp)) {
       if (pp > model.layers) { ++pruned["pp at most the layers"]; continue; }
       for (int cp : divisors(gpus / tp / pp)) {
+        if (cp > 1 && !o.context_parallel) { ++pruned["context parallelism the framework has"]; continue; }
         if (cp > 1 && work.seq % (2 * cp) != 0) { ++pruned["cp splits the sequence into 2*cp chunks"]; continue; }
         const int dp = gpus / tp / pp / cp;
         if (work.global_batch % dp != 0) { ++pruned["global batch divisible by dp"]; continue; }
@@ -283,6 +286,10 @@ std::vector<Variant> variants(const ModelSpec& model, const Workload& work, cons
   }
   for (int zero : o.zero_stages) {
     if (zero > 0 && !data_parallel) { ++pruned["zero irrelevant without data parallelism"]; continue; }
+    if (!pipeline_allows_zero(work.framework, mesh.pp, zero)) {
+      ++pruned["DeepSpeed's pipeline engine runs ZeRO stage 0 or 1"];
+      continue;
+    }
     for (DpOverlap ov : o.dp_overlap) {
       if (!data_parallel && ov != DpOverlap::Bucketed) { ++pruned["dp overlap irrelevant without data parallelism"]; continue; }
       // torchtitan's FSDP2 reduces per wrapped block (fully_shard per transformer block) and its

@@ -44,6 +44,10 @@ struct SearchOptions {
   // TP run (Megatron-Bridge scripts/performance/utils/overrides.py), so it is not searched both
   // ways; `plan --no-tp-overlap` prices TP communication exposed instead.
   bool tp_overlap = true;
+  // Ring context parallelism (Megatron's --context-parallel-size, torchtitan's
+  // context_parallel_degree). DeepSpeed has none: its sequence parallelism is Ulysses, an all-to-all
+  // of heads that sixfold does not price; restrict_to_framework turns it off there.
+  bool context_parallel = true;
 };
 // Custom layouts are tried up to this many virtual stages per rank: Megatron's recipes that need
 // one run 2 to 4 (DeepSeek-V3: pp 8 x vpp 2 and 4, pp 4 x vpp 4; Megatron-LM examples/moe_recipes,

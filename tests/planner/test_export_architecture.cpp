@@ -127,6 +127,12 @@ TEST_CASE("DeepSpeed's pipeline engine: ZeRO stage 0 or 1 and 1F1B only") {
     Layout flat = z2;  // ZeRO-2/3 without a pipeline is the engine's ordinary data parallelism
     flat.pp = 1; flat.dp = 16;
     CHECK_NOTHROW(validate_layout(m, flat, w, 16));
+    Layout ring = flat;  // no ring attention: DeepSpeed's sequence parallelism is Ulysses
+    ring.dp = 8; ring.cp = 2;
+    CHECK_THROWS_WITH_AS(validate_layout(m, ring, w, 16), doctest::Contains("ring attention"), LayoutError);
+    SearchOptions o;
+    restrict_to_framework(o, f);
+    CHECK_FALSE(o.context_parallel);
   }
   w.framework = Framework::Megatron;  // Megatron pipelines under its distributed optimizer
   Layout interleaved = l;

@@ -29,6 +29,17 @@ TEST_CASE("every enumerated layout passes validate_layout and the counts add up"
   for (const Layout& l : layouts) interleaved = interleaved || l.schedule == Schedule::Interleaved;
   CHECK(interleaved);
   CHECK(pruned["gpipe dominated by 1f1b (same time, more memory)"] > 0);
+  // Each framework's search (restrict_to_framework) enumerates only what it runs.
+  for (Framework f : {Framework::Megatron, Framework::DeepSpeed, Framework::DeepSpeedLegacy, Framework::Torchtitan}) {
+    Workload fw = w;
+    fw.framework = f;
+    SearchOptions o;
+    restrict_to_framework(o, f);
+    PruneCounts p;
+    const auto mine = enumerate_layouts(m, fw, 16, 8, o, p);
+    REQUIRE(!mine.empty());
+    for (const Layout& l : mine) CHECK_NOTHROW(validate_layout(m, l, fw, 16));
+  }
 }
 
 TEST_CASE("MoE meshes enumerate ep and etp within ep*etp | tp*cp*dp") {
