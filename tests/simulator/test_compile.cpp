@@ -128,7 +128,8 @@ TEST_CASE("validate: a compiled torchtitan row is priced compiled, an unstated c
   const double compiled = rep.rows[0].predicted.at("peak_mem_gib"), eager = rep.rows[1].predicted.at("peak_mem_gib");
   CHECK(compiled < eager - 15);
   // Compiled, torchtitan fuses its norms, RoPE and SwiGLU: faster, so an unstated compile (an
-  // empty cell, or a file without the column, like ../shared's) is priced compiled, and says so.
+  // empty cell, or a file in the original validation schema, which has no such column) is priced
+  // compiled, and says so.
   const double compiled_tps = rep.rows[0].predicted.at("tokens_per_gpu_s");
   CHECK(compiled_tps > 1.05 * rep.rows[1].predicted.at("tokens_per_gpu_s"));
   for (const RowResult* r : {&rep.rows[2], &none.rows[0]}) {
