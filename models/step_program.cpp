@@ -421,8 +421,8 @@ void add_backward(std::vector<Op>& out, const Op& f) {
       Op wgrad = gemm(f.name, f.op_class, f.k, f.n, f.m, f.batch);
       wgrad.weight_grad = f.op_class != OpClass::Attention;
       wgrad.grouped = f.grouped;
-      // The output gradient's cast (+ transpose) feeds both backward GEMMs: priced once, with dgrad.
-      if (f.cast_bytes > 0) dgrad.cast_bytes = 4.0 * double(f.m) * double(f.n) * double(f.batch);
+      // The backward's fp8 casts feed both backward GEMMs: priced once, with dgrad.
+      dgrad.cast_bytes = f.backward_cast_bytes;
       // Batched attention GEMMs (scores, values) have two activation grads, no weight grad.
       out.push_back(dgrad);
       out.push_back(wgrad);
@@ -640,13 +640,35 @@ LayerProgram make_layer(const ModelSpec& m, const Layout& l, const Workload& w, 
   else add_dense_mlp(lp.forward, m, d);
 
   // FP8 training casts every linear layer's input to fp8 before its GEMM, and the output
-  // gradient before the backward GEMMs, each as one fused cast + transpose (read 2 bytes, write
-  // the fp8 copy and its transpose: 4 bytes per element; TransformerEngine's
-  // fp8_cast_transpose_fused in pytorch/module/linear.py). The measured fp8 GEMM tables time the
-  // GEMM alone. Attention's batched GEMMs and the router stay in bf16.
-  if (w.dtype == Dtype::FP8)
-    for (Op& op : lp.forward)
-      if (op.kind == OpKind::Gemm && op.op_class == OpClass::Gemm) op.cast_bytes = 4.0 * double(op.m) * double(op.k) * double(op.batch);
+  // gradient before the backward GEMMs; the measured fp8 GEMM tables time the GEMM alone.
+  // Attention's batched GEMMs and the router stay in bf16.
+  // - TransformerEngine (Megatron): each cast is one fused cast + transpose (read 2 bytes, write the
+  //   fp8 copy and its transpose: 4 bytes an element; fp8_cast_transpose_fused in
+  //   pytorch/module/linear.py), of the input forward and of the output gradient backward.
+  // - torchao's Float8Linear (torchtitan; torchao/float8/float8_linear.py,
+  //   matmul_with_hp_or_float8_args, tensorwise dynamic scaling): every cast is an amax pass (read
+  //   2) and a scaled cast (read 2, write 1). Forward: the input and the weight. Backward: the output
+  //   gradient, once for both layouts (one amax, one compiled pass writing both copies: 6 bytes an
+  //   element), the weight again and the saved high-precision input again. Under TP,
+  //   Float8ColwiseParallel casts a column-parallel input on its sequence shard before the
+  //   all-gather and saves the fp8 copy, so its backward recasts no input. The dense GEMMs only:
+  //   torchao's MoE path is another one.
+  if (w.dtype == Dtype::FP8) {
+    const bool torchao = w.framework == Framework::Torchtitan;
+    for (Op& op : lp.forward) {
+      if (op.kind != OpKind::Gemm || op.op_class != OpClass::Gemm) continue;
+      const double mk = double(op.m) * double(op.k) * double(op.batch), mn = double(op.m) * double(op.n) * double(op.batch);
+      if (!torchao || op.grouped) {
+        op.cast_bytes = 4.0 * mk;
+        op.backward_cast_bytes = 4.0 * mn;
+        continue;
+      }
+      const double kn = double(op.k) * double(op.n);
+      const bool colwise_tp = d.tp > 1 && op.k == d.h;  // a row-parallel input is a tp-shard of its width
+      op.cast_bytes = 5.0 * (colwise_tp ? mk / d.tp : mk) + 5.0 * kn;
+      op.backward_cast_bytes = 6.0 * mn + 5.0 * kn + (colwise_tp ? 0.0 : 5.0 * mk);
+    }
+  }
 
   lp.backward.reserve(3 * lp.forward.size());  // a re-run forward, then up to two ops per forward op
   Bytes all_saved = 0;

@@ -59,6 +59,9 @@ struct Op {
   // FP8 GEMM: bytes moved by the cast of its high-precision input (with the transposed copy the
   // other backward GEMM needs) that runs right before it; memory-bound, priced with the GEMM.
   Bytes cast_bytes = 0;
+  // FP8 GEMM: the casts its backward runs (output gradient, and for torchao weight and input
+  // again), priced with its dgrad.
+  Bytes backward_cast_bytes = 0;
   // Kernels the framework launches for this op (host dispatch, and the per-kernel floor of a
   // memory-bound op): 1 for a fused kernel; an eager PyTorch composite launches one per ATen op.
   int kernels = 1;

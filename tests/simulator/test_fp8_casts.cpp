@@ -1,7 +1,8 @@
 // FP8 training casts each linear layer's input before its GEMM and the output gradient before
-// the backward GEMMs (TransformerEngine's fused cast + transpose): the step program carries those
-// bytes on the GEMM ops and the pricer adds them as memory-bound time; bf16 has none, and
-// attention's batched GEMMs and the router are not cast.
+// the backward GEMMs (TransformerEngine's fused cast + transpose; torchao's amax and cast passes,
+// which also recast weight and input): the step program carries those bytes on the GEMM ops and
+// the pricer adds them as memory-bound time; bf16 has none, and attention's batched GEMMs and the
+// router are not cast.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -17,16 +18,36 @@
 using namespace sixfold;
 
 namespace {
-StepProgram program(Dtype dtype) {
+StepProgram program(Dtype dtype, Framework framework = Framework::Megatron, int tp = 1) {
   const ModelSpec m = load_model("llama3-8b");
   Layout l;
-  l.dp = 8;
+  l.dp = 8 / tp;
+  l.tp = tp;
+  l.sp = tp > 1;
   Workload w;
   w.seq = 4096;
   w.global_batch = 8;
   w.dtype = dtype;
+  w.framework = framework;
   validate_layout(m, l, w, 8);
   return expand_step_program(m, l, w);
+}
+
+// Each dense linear's forward GEMM with its dgrad (the backward op that carries its casts).
+std::vector<std::pair<Op, Op>> linears(const StepProgram& p) {
+  const LayerProgram& layer = p.dense_layer();
+  std::vector<std::pair<Op, Op>> out;
+  for (const Op& f : layer.forward) {
+    if (f.kind != OpKind::Gemm || f.op_class != OpClass::Gemm) continue;
+    for (size_t i = layer.recompute_ops; i < layer.backward.size(); ++i) {
+      const Op& b = layer.backward[i];
+      if (b.kind == OpKind::Gemm && b.name == f.name && !b.weight_grad) {
+        out.push_back({f, b});
+        break;
+      }
+    }
+  }
+  return out;
 }
 }  // namespace
 
@@ -116,4 +137,29 @@ TEST_CASE("experts' grouped GEMMs are priced one expert at a time, a batched ker
       if (op.kind == OpKind::Gemm) CHECK(op.grouped == (name == "expert_up" || name == "expert_down"));
     }
   CHECK(grouped_ops == 6);  // up and down, forward, and their two backward GEMMs each
+}
+
+TEST_CASE("torchao's fp8 casts (torchtitan): amax and cast of input and weight forward, gradient, weight and input backward") {
+  // float8_linear.py matmul_with_hp_or_float8_args: 5 bytes an element a cast (amax read 2, cast
+  // read 2 + write 1), the output gradient once for both layouts (6), the weights every time.
+  for (int tp : {1, 2}) {
+    CAPTURE(tp);
+    const auto pairs = linears(program(Dtype::FP8, Framework::Torchtitan, tp));
+    REQUIRE(pairs.size() >= 4);
+    const double h = 4096;
+    for (const auto& [f, dgrad] : pairs) {
+      CAPTURE(f.name);
+      const double mk = double(f.m) * double(f.k), mn = double(f.m) * double(f.n), kn = double(f.k) * double(f.n);
+      // Under TP the column-parallel inputs (the hidden width) are cast on their sequence shard
+      // before the all-gather and kept in fp8: no input recast in the backward.
+      const bool colwise = tp > 1 && double(f.k) == h;
+      CHECK(f.cast_bytes == doctest::Approx(5 * (colwise ? mk / tp : mk) + 5 * kn));
+      CHECK(dgrad.cast_bytes == doctest::Approx(6 * mn + 5 * kn + (colwise ? 0 : 5 * mk)));
+    }
+  }
+  // More traffic than TransformerEngine's fused cast + transpose on the same layer.
+  double te = 0, ao = 0;
+  for (const auto& [f, b] : linears(program(Dtype::FP8))) te += f.cast_bytes + b.cast_bytes;
+  for (const auto& [f, b] : linears(program(Dtype::FP8, Framework::Torchtitan))) ao += f.cast_bytes + b.cast_bytes;
+  CHECK(ao > 1.5 * te);
 }
