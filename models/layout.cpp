@@ -145,12 +145,10 @@ void validate_layout(const ModelSpec& m, const Layout& l, const Workload& w, int
   // parallelism is Megatron's and torchtitan's.
   need(!deepspeed || l.cp == 1, "context parallelism (ring attention) is Megatron's and torchtitan's",
        "cp=" + s(l.cp) + " with framework " + to_string(w.framework) + " (DeepSpeed's Ulysses is not priced)");
-  if (l.pp > 1 && deepspeed) {
-    need(pipeline_allows_zero(w.framework, l.pp, l.zero), "DeepSpeed's pipeline engine runs ZeRO stage 0 or 1",
-         "pp=" + s(l.pp) + " with zero=" + s(l.zero) + " (ZeRO-2 and ZeRO-3 are incompatible with its pipeline)");
-    need(l.schedule == Schedule::OneFOneB, "DeepSpeed's pipeline engine runs 1F1B only",
-         "schedule " + to_string(l.schedule) + " with pp=" + s(l.pp));
-  }
+  need(pipeline_allows_zero(w.framework, l.pp, l.zero), "DeepSpeed's pipeline engine runs ZeRO stage 0 or 1",
+       "pp=" + s(l.pp) + " with zero=" + s(l.zero) + " (ZeRO-2 and ZeRO-3 are incompatible with its pipeline)");
+  need(!deepspeed || l.pp == 1 || l.schedule == Schedule::OneFOneB, "DeepSpeed's pipeline engine runs 1F1B only",
+       "schedule " + to_string(l.schedule) + " with pp=" + s(l.pp));
   need(w.mtp_layers >= 0, "mtp layers not negative", s(w.mtp_layers));
   need(w.mtp_layers == 0 || w.framework == Framework::Megatron, "multi-token prediction is Megatron's",
        "--mtp-num-layers with framework " + to_string(w.framework));
