@@ -147,7 +147,8 @@ const LayerOpCosts& cached_layer_costs(const PlanRequest& rq, const OpPricer& pr
 void search_mesh(const PlanRequest& rq, Bytes budget, const Mesh& mesh, ShapeCache& cache, WorkerOutput& out) {
   const SearchOptions& o = rq.search;
   const auto keys = program_keys(rq.model, rq.work, mesh, o, out.pruned);
-  const size_t policies = recompute_policies(rq.model, o).size();
+  const std::vector<RecomputePolicy> policy_list = recompute_policies(rq.model, o);
+  const size_t policies = policy_list.size();
   // Group placements depend on the mesh alone, not on the program key or the variant.
   std::optional<OpPricer> pricer;
   // Each stage's DP traffic, by what it depends on (same_dp_traffic): the stages are the mesh's.
@@ -180,12 +181,14 @@ void search_mesh(const PlanRequest& rq, Bytes budget, const Mesh& mesh, ShapeCac
                 exceeds[at(sp, r, i)] = previous_exceeds[flat(sp, r, j, previous_variants.size())];
     const std::vector<char> smaller_exceeds = exceeds;
     for (bool sp : {true, false}) {
-      std::vector<char> lighter_fits(vs.size(), 0);
+      // Per variant, the recompute policies (indices) that fit at this micro-batch and sp.
+      std::vector<std::vector<int>> fitting(vs.size());
       for (const ProgramKey& k : keys) {
         if (k.micro_batch != b || k.sp != sp) continue;
         out.enumerated += Count(vs.size());
         const int r = k.policy;
-        // Decided without a memory check: a lighter policy fits (this one would only be slower), or
+        // Decided without a memory check: a policy recomputing a subset of this one's fits (this one
+        // would only be slower, recomputes_subset), or
         // a layout that holds no more exceeds the budget (sp on against off, a smaller micro-batch).
         // Block recompute of as many layers as a virtual stage holds is full recompute, and every
         // k-th layer with k above a rank's layers recomputes nothing: each tried on its own.
@@ -194,8 +197,13 @@ void search_mesh(const PlanRequest& rq, Bytes budget, const Mesh& mesh, ShapeCac
           const int recomputed = fully_recomputed_layers(rq.model, make_layout(mesh, k, vs[i]));
           return recomputed == 0 || recomputed == rq.model.layers;
         };
+        auto lighter_fits = [&](size_t i) {
+          for (int p : fitting[i])
+            if (recomputes_subset(policy_list[size_t(p)], policy_list[size_t(r)])) return true;
+          return false;
+        };
         auto decided = [&](size_t i) -> const char* {
-          if (lighter_fits[i]) return "recompute not needed (a lighter policy fits)";
+          if (lighter_fits(i)) return "recompute not needed (a lighter policy fits)";
           if (whole_chunks(i)) return "partial recompute of every layer or of none (full or no recompute)";
           if (smaller_exceeds[at(sp, size_t(r), i)]) return "memory (a smaller micro-batch already exceeds the budget)";
           if (!sp && exceeds[at(true, size_t(r), i)]) return "memory (sp on already exceeds the budget)";
@@ -207,7 +215,7 @@ void search_mesh(const PlanRequest& rq, Bytes budget, const Mesh& mesh, ShapeCac
         if (!any) {
           for (size_t i = 0; i < vs.size(); ++i) {
             out.decided.add(decided(i));
-            if (!lighter_fits[i]) exceeds[at(sp, size_t(r), i)] = 1;
+            if (!lighter_fits(i)) exceeds[at(sp, size_t(r), i)] = 1;
           }
           continue;
         }
@@ -221,7 +229,7 @@ void search_mesh(const PlanRequest& rq, Bytes budget, const Mesh& mesh, ShapeCac
         for (size_t i = 0; i < vs.size(); ++i) {
           if (const char* why = decided(i)) {
             out.decided.add(why);
-            if (!lighter_fits[i]) exceeds[at(sp, size_t(r), i)] = 1;
+            if (!lighter_fits(i)) exceeds[at(sp, size_t(r), i)] = 1;
             continue;
           }
           const Layout l = make_layout(mesh, k, vs[i]);
@@ -237,7 +245,7 @@ void search_mesh(const PlanRequest& rq, Bytes budget, const Mesh& mesh, ShapeCac
             keep_closest(out.closest, {l, 0, peak}, size_t(rq.closest_count));
             continue;
           }
-          lighter_fits[i] = 1;
+          fitting[i].push_back(r);
           const int v = l.virtual_stages();
           const TimeKey* tk = nullptr;
           for (const auto& c : time_cache)

@@ -187,6 +187,21 @@ std::vector<RecomputePolicy> recompute_policies(const ModelSpec& model, const Se
   return out;
 }
 
+bool recomputes_subset(const RecomputePolicy& lighter, const RecomputePolicy& heavier) {
+  enum Family { Nothing, SelectiveLadder, PartialFull, EveryLayer };
+  auto family = [](const RecomputePolicy& p) {
+    switch (p.recompute) {
+      case Recompute::None: return Nothing;
+      case Recompute::Selective:
+      case Recompute::SelectiveOp: return SelectiveLadder;
+      case Recompute::Full: return p.num_layers > 0 || p.every > 0 ? PartialFull : EveryLayer;
+    }
+    return EveryLayer;
+  };
+  const Family l = family(lighter), h = family(heavier);
+  return l == Nothing || h == EveryLayer || l == h;
+}
+
 std::vector<ProgramKey> program_keys(const ModelSpec& model, const Workload& work, const Mesh& mesh,
                                      const SearchOptions& o, PruneCounts& pruned) {
   std::vector<ProgramKey> keys;

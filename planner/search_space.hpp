@@ -98,6 +98,13 @@ struct RecomputePolicy {
   int every = 0;       // Layout::recompute_every
 };
 std::vector<RecomputePolicy> recompute_policies(const ModelSpec& model, const SearchOptions& options);
+// Whether `lighter` (earlier in recompute_policies) recomputes a subset of what `heavier` does, so
+// that where it fits, `heavier` would only be slower: no recompute before any; the selective ladder
+// and the partial full recompute (block, every k-th layer) each in their order; any of them before
+// recomputing every layer. Selective and partial full recompute are not ordered (op-level selective
+// re-runs every layer's cheap ops and their launches, a partial full recompute every op of a few
+// layers): where one fits, the other is still priced.
+bool recomputes_subset(const RecomputePolicy& lighter, const RecomputePolicy& heavier);
 
 // What only changes the pricing.
 struct Variant {

@@ -150,3 +150,21 @@ TEST_CASE("the pruned, cached search finds the best layout that pricing every en
     CHECK(r.ranked.front().step_time == doctest::Approx(best->step_time).epsilon(1e-12));
   }
 }
+
+TEST_CASE("a fitting recompute policy skips only the policies that recompute more of the same") {
+  const RecomputePolicy none{Recompute::None, 0, 0, 0};
+  const RecomputePolicy op{Recompute::SelectiveOp, 0, 0, 0};
+  const RecomputePolicy every4{Recompute::Full, 0, 0, 4};
+  const RecomputePolicy every2{Recompute::Full, 0, 0, 2};
+  const RecomputePolicy block3{Recompute::Full, 0, 3, 0};
+  const RecomputePolicy all{Recompute::Full, 0, 0, 0};
+  CHECK(recomputes_subset(none, op));
+  CHECK(recomputes_subset(none, all));
+  CHECK(recomputes_subset(every4, every2));
+  CHECK(recomputes_subset(op, all));
+  CHECK(recomputes_subset(block3, all));
+  // Op-level selective recompute re-runs every layer's cheap ops, every 4th layer's full recompute
+  // all ops of a quarter of the layers: either can be the faster, so neither skips the other.
+  CHECK_FALSE(recomputes_subset(op, every4));
+  CHECK_FALSE(recomputes_subset(op, block3));
+}

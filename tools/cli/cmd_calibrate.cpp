@@ -319,7 +319,7 @@ Registrar reg("calibrate", "fit a hardware profile to measured runs (or, with a 
   add_count(app, "--rounds", cmd->rounds, 1, 100, "coordinate-descent rounds (default 3)");
   app.add_option("--parameters", cmd->parameters,
                  "profile fields to fit, comma-separated (default: all fittable; with --cv: kernel_overhead,dispatch_overlap,"
-                 "kernel_slowdown, 'none' for a fit-free score)")->delimiter(',');
+                 "kernel_slowdown,step_overhead, 'none' for a fit-free score)")->delimiter(',');
   app.add_option("--backend", cmd->backend,
                  "cpu: microbenchmark the executor's CPU ranks (run under mpirun -np 2 to measure MPI too); "
                  "cuda: microbenchmarks on this machine's GPU");
