@@ -338,7 +338,7 @@ RunSettings run_settings(const RunFacts& f, int pp, int zero) {
                              : dated_default(f, Setting::PipelineMicroBatchPerStage, pp, zero) ? PMB::PerStage
                                                                                                 : PMB::PerPipelineRank;
   // Unstated: off, torchtitan's default (training.compile = false); the validator also tries it
-  // on and keeps the faster (validation.cpp), as for every unstated choice.
+  // on and keeps the faster (row_fill.cpp), as for every unstated choice.
   s.compile = f.compile.value_or(false);
   // Unstated MoE dispatch and its overlap: the codebase's (Megatron's defaults: the all-to-all
   // dispatcher on the critical path).

@@ -10,6 +10,7 @@
 #include "common/error.hpp"
 #include "models/model_zoo.hpp"
 #include "models/pipeline_layout.hpp"
+#include "simulator/fit/row_fill.hpp"
 #include "simulator/fit/run_facts.hpp"
 
 namespace sixfold {
@@ -96,9 +97,6 @@ long as_int(const CsvTable& t, size_t row, const std::string& col, long fallback
 
 bool stated(const CsvTable& t, size_t row, const std::string& col) { return number(t.field(row, col)).has_value(); }
 
-// The candidates a user would try for an unstated field, cheapest (fastest) first.
-const Recompute kRecomputeOrder[] = {Recompute::None, Recompute::Selective, Recompute::SelectiveOp, Recompute::Full};
-
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -173,7 +171,6 @@ std::string source_of_row(const CsvTable& t, size_t r) {
   return out;
 }
 
-namespace {
 // Megatron runs a virtual pipeline whose stages do not divide the layers only with the embedding
 // and the loss taking a layer's place (--account-for-embedding/loss-in-pipeline-split; NeMo's
 // Llama 3.1 405B and Qwen3-235B recipes; Llama 3's own pipeline, which "reduces one Transformer
@@ -186,7 +183,8 @@ void split_pipeline_like_megatron(Layout& l, const ModelSpec& m, Framework frame
   l.embedding_in_pipeline_split = l.loss_in_pipeline_split = (m.layers + 2) % (l.pp * l.vpp) == 0;
   if (!l.accounts_pipeline_split()) l.pipeline_layout = front_loaded_pipeline_layout(m.layers, l.pp * l.vpp);
 }
-}  // namespace
+
+std::optional<double> cell_number(const CsvTable& t, size_t row, const std::string& col) { return number(t.field(row, col)); }
 
 Scenario scenario_from_row(const CsvTable& t, size_t r, const HardwareLookup& lookup, RunSettings& settings) {
   Scenario s;
@@ -329,206 +327,17 @@ ValidationReport validate_runs(const CsvTable& t, const ValidationOptions& opt) 
     try {
       RunSettings run;
       Scenario s = scenario_from_row(t, r, lookup, run);
-      const std::string rc = t.field(r, "recompute");
-      // Recompute policies to try, cheapest first: the stated one, or every one the framework has.
-      // Megatron's "selective" re-runs core attention by default and more modules when asked
-      // (--recompute-modules); which ones a row used is not a column, so, as for an unstated
-      // policy, the one whose layout is fastest in memory.
-      std::vector<std::pair<Recompute, unsigned>> policies;
-      auto add_policy = [&](Recompute p) {
-        if (p == Recompute::Selective)
-          for (unsigned modules : selective_module_ladder(s.model)) policies.push_back({p, modules});
-        else
-          policies.push_back({p, 0});
-      };
-      const bool unstated_recompute = rc.empty() || rc == "unknown";
-      if (unstated_recompute) {
-        for (Recompute c : kRecomputeOrder) {
-          const bool selective = c == Recompute::Selective || c == Recompute::SelectiveOp;
-          if (!selective || (run.has_selective_recompute && (c == Recompute::SelectiveOp) == run.selective_is_op_level))
-            add_policy(c);
-        }
-      } else {
-        const Recompute stated_policy = parse_recompute(rc);
-        add_policy(stated_policy == Recompute::Selective && run.selective_is_op_level ? Recompute::SelectiveOp
-                                                                                      : stated_policy);
-      }
-      // torchtitan's pipeline splits each rank's local batch into micro-batches itself, unless told
-      // otherwise, by its date (run_facts.cpp): pp of them (torchtitan 9dec370, 2024-12), one per
-      // stage in all (pp x the stages each rank holds, from 2025-01), or of one sequence each (from
-      // 2025-04); it refuses a local batch it cannot split. The rows state the local batch, or
-      // nothing (global batch / dp); under the per-stage rule the micro-batch follows the virtual
-      // stages tried below.
-      using PMB = RunSettings::PipelineMicroBatches;
-      auto pipeline_micro_batch_count = [&](Count local_batch, int vpp) -> Count {
-        switch (run.pipeline_micro_batches) {
-          case PMB::PerPipelineRank: return s.layout.pp;
-          case PMB::PerStage: return Count(s.layout.pp) * vpp;
-          case PMB::PerSequence: return local_batch;
-        }
-        return s.layout.pp;
-      };
-      Count pipeline_local_batch = 0;
-      if (run.local_batch_semantics && s.layout.pp > 1) {
-        const Count local = s.layout.micro_batch > 0 ? s.layout.micro_batch : s.work.global_batch / s.layout.dp;
-        const bool whole = s.layout.micro_batch > 0 || s.work.global_batch % s.layout.dp == 0;
-        if (whole && local > 0 && local % pipeline_micro_batch_count(local, 1) == 0) pipeline_local_batch = local;
-      }
-      const bool split_local_batch = pipeline_local_batch > 0;
-      std::vector<Count> micro_batches;
-      if (split_local_batch)
-        micro_batches.push_back(pipeline_local_batch);  // divided by the stages in all, per vpp tried
-      else if (s.layout.micro_batch > 0)
-        micro_batches.push_back(s.layout.micro_batch);
-      else
-        for (Count b = 1; b <= s.work.global_batch / s.layout.dp; b *= 2)
-          if (s.work.global_batch % (s.layout.dp * b) == 0) micro_batches.push_back(b);
-      // An unstated ZeRO stage: those the framework has (Megatron: DDP or the distributed
-      // optimizer; torchtitan: DDP or FSDP; DeepSpeed: 0-3).
-      std::vector<int> zeros = {s.layout.zero};
-      const bool zero_filled = !stated(t, r, "zero");
-      if (zero_filled) {
-        if (s.work.framework == Framework::Megatron) zeros = {0, 1};
-        else if (s.work.framework == Framework::Torchtitan) zeros = {0, 3};
-        else zeros = {0, 1, 2, 3};
-      }
-      // An unstated virtual pipeline: 1 or any interleaving the stages allow.
-      std::vector<int> vpps = {s.layout.vpp};
-      const bool vpp_filled = !stated(t, r, "vpp") && s.layout.pp > 1;
-      if (vpp_filled)
-        for (int v = 2; v <= (s.model.layers + 2) / s.layout.pp; ++v) vpps.push_back(v);
-      // An unstated torch.compile (torchtitan): off, its default, or on. A published throughput is a
-      // tuned run, and compiling is what torchtitan's own benchmarks do (28 of the 30 torchtitan
-      // rows here state it on), so it is one more choice the fastest layout below picks.
-      std::vector<bool> compiles = {s.work.compile};
-      if (run.filled_compile) compiles = {false, true};
-      // Fill unstated fields the way a user would: the fastest layout that fits in memory over every
-      // unstated choice together (recompute policy and modules, micro-batch, ZeRO stage, vpp, compile): a
-      // heavier recompute that lets a deeper interleave fit can win (Llama 3 405B on 8192 H100 at
-      // 32 micro-batches per pipeline); on a tie the cheaper recompute, tried first. If nothing
-      // fits, the least memory.
-      std::optional<Prediction> best;
-      Layout best_layout;
-      bool best_fits = false;
-      bool best_compile = s.work.compile;
-      std::string last_error;
-      // Prices a trial layout and keeps it if it is the best so far; whether it fits, or nothing
-      // when the layout is invalid.
-      auto consider = [&](const Layout& l) -> std::optional<bool> {
-        try {
-          validate_layout(s.model, l, s.work, s.gpus);
-        } catch (const LayoutError& e) {
-          last_error = e.constraint();
-          return std::nullopt;
-        }
-        Scenario trial = s;
-        trial.layout = l;
-        Prediction p = price(trial);
-        // A run fits when its live tensors and what lives outside the allocator fit: on an
-        // allocation failure PyTorch's caching allocator frees its cached blocks and retries
-        // (CUDACachingAllocator.cpp, release_cached_blocks before raising OOM), so the
-        // reserved-but-free share of fragmentation does not stop a run.
-        Bytes needed = 0;
-        for (const MemoryBreakdown& m : p.stage_memory) needed = std::max(needed, m.allocated() + m.outside_allocator);
-        if (p.stage_memory.empty()) needed = p.peak_memory;
-        const bool fits = needed <= s.hardware.memory_capacity;
-        const bool better = !best || (fits && !best_fits) ||
-                            (fits == best_fits && (fits ? p.step_time < best->step_time : p.peak_memory < best->peak_memory));
-        if (better) {
-          best = p;
-          best_layout = l;
-          best_fits = fits;
-          best_compile = s.work.compile;
-        }
-        return fits;
-      };
-      const bool block_recompute = unstated_recompute && run.has_block_recompute;
-      const bool every_recompute = unstated_recompute && run.has_every_recompute;
-      for (bool compile : compiles) {
-        s.work.compile = compile;
-        s.work.cross_entropy = compile ? run.compiled_cross_entropy : run.cross_entropy;
-        for (const auto& [rcv, modules] : policies) {
-          for (Count b : micro_batches)
-            for (int z : zeros)
-              for (int v : vpps) {
-                Layout l = s.layout;
-                l.recompute = rcv;
-                l.recompute_modules = modules;
-                l.micro_batch = b;
-                if (split_local_batch) {
-                  const Count count = pipeline_micro_batch_count(b, v);
-                  if (b % count != 0) {  // torchtitan refuses a local batch it cannot split
-                    last_error = "local batch divisible by pp x vpp (torchtitan's micro-batch count)";
-                    continue;
-                  }
-                  l.micro_batch = b / count;
-                }
-                l.zero = z;
-                l.vpp = v;
-                if (v > 1) l.schedule = Schedule::Interleaved;
-                if (vpp_filled) split_pipeline_like_megatron(l, s.model, s.work.framework);
-                const std::optional<bool> fits = consider(l);
-                // Where every layer recomputed fits, Megatron's block recompute of fewer layers per
-                // virtual stage may too, and is faster: the fewest that fit (memory falls and time
-                // rises with the count), found by bisection.
-                if (rcv != Recompute::Full || !fits.value_or(false)) continue;
-                const std::vector<int> chunks = virtual_stage_layer_counts(s.model, l);
-                if (every_recompute) {
-                  // torchtitan: checkpointing every k-th layer, the largest k that fits (k = 1 is
-                  // every layer, which fits).
-                  int lo = 1, hi = *std::max_element(chunks.begin(), chunks.end()) * l.virtual_stages();
-                  while (lo < hi) {
-                    Layout t = l;
-                    t.recompute_every = (lo + hi + 1) / 2;
-                    if (consider(t).value_or(false)) lo = t.recompute_every;
-                    else hi = t.recompute_every - 1;
-                  }
-                }
-                if (!block_recompute) continue;
-                int lo = 1, hi = *std::max_element(chunks.begin(), chunks.end());  // hi: every layer, fits
-                while (lo < hi) {
-                  Layout t = l;
-                  t.recompute_num_layers = (lo + hi) / 2;
-                  if (consider(t).value_or(false)) hi = t.recompute_num_layers;
-                  else lo = t.recompute_num_layers + 1;
-                }
-              }
-        }
-      }
-      if (micro_batches.empty()) last_error = "global batch divisible by dp*micro-batch";
-      if (!best) throw Error("layout invalid: " + last_error);
-      s.work.compile = best_compile;
-      s.work.cross_entropy = best_compile ? run.compiled_cross_entropy : run.cross_entropy;
-      if (unstated_recompute)
-        row.filled.push_back("recompute=" + to_string(best_layout.recompute) +
-                             (best_layout.block_recompute()
-                                  ? " (block, recompute_num_layers=" + std::to_string(best_layout.recompute_num_layers) + ")"
-                              : best_layout.partial_recompute()
-                                  ? " (every k-th layer, recompute_every=" + std::to_string(best_layout.recompute_every) + ")"
-                                  : std::string()));
-      if (micro_batches.size() > 1 || s.layout.micro_batch <= 0) row.filled.push_back("micro_batch=" + std::to_string(best_layout.micro_batch));
-      if (run.filled_dp_overlap) row.filled.push_back(std::string("dp_overlap=") + (run.dp_overlap ? "on" : "off"));
-      if (s.model.moe.enabled() && best_layout.ep > 1) {
-        if (run.filled_ep_dispatcher) row.filled.push_back(std::string("ep_dispatcher=") + (run.deepep_dispatch ? "deepep" : "alltoall"));
-        if (run.filled_ep_overlap) row.filled.push_back(std::string("ep_overlap=") + (run.overlap_moe_ep_comm ? "on" : "off"));
-      }
-      if (run.filled_flash) row.filled.push_back(std::string("attention=") + (run.flash_attention ? "flash" : "fused-softmax"));
-      if (run.filled_tp_overlap && best_layout.tp > 1) row.filled.push_back(std::string("tp_overlap=") + (run.tp_overlap ? "on" : "off"));
-      if (run.filled_compile) row.filled.push_back(std::string("compile=") + (best_compile ? "on" : "off"));
-      if (split_local_batch)
-        row.filled.push_back("pipeline_micro_batches=" + std::to_string(pipeline_local_batch / best_layout.micro_batch));
-      if (best_layout.accounts_pipeline_split()) row.filled.push_back("pipeline_split=embedding,loss");
-      if (!best_layout.pipeline_layout.empty()) row.filled.push_back("pipeline_layout=" + best_layout.pipeline_layout);
-      if (vpp_filled) row.filled.push_back("vpp=" + std::to_string(best_layout.vpp));
-      if (zero_filled) row.filled.push_back("zero=" + std::to_string(best_layout.zero));
-      if (best_layout.recompute == Recompute::Selective && rc == "selective" && best_layout.recompute_modules != 0)
-        row.filled.push_back("recompute_modules=" + recompute_modules_string(best_layout.recompute_modules));
+      const RowFill fill = fill_unstated_choices(t, r, s, run, price);
+      row.filled = fill.filled;
       if (s.model.name.rfind("row ", 0) != 0) row.filled.push_back("model=" + s.model.name);
       if (!number(t.field(r, "global_batch"))) row.filled.push_back("global_batch=" + std::to_string(s.work.global_batch));
+      const Layout& best_layout = fill.layout;
       s.layout = best_layout;
+      s.work.compile = fill.compile;
+      s.work.cross_entropy = fill.compile ? run.compiled_cross_entropy : run.cross_entropy;
       row.scenario = s;
-      row.predicted_to_fit = best_fits;
-      Prediction p = *best;
+      row.predicted_to_fit = fill.fits;
+      Prediction p = fill.prediction;
       if (opt.null_model) {
         p.step_time = null_model_step_time(s);
         set_throughput(p, s.model, s.hardware, s.work, best_layout);

@@ -92,4 +92,12 @@ Scenario scenario_from_row(const CsvTable& table, size_t row, const HardwareLook
 
 ValidationReport validate_runs(const CsvTable& table, const ValidationOptions& options);
 
+// A cell's number; nothing when it is empty, "unknown" or not a number.
+std::optional<double> cell_number(const CsvTable& table, size_t row, const std::string& column);
+
+// Megatron's layer split of a virtual pipeline whose stages do not divide the layers: the
+// embedding and the loss each in a layer's place where that divides, else its front-loaded
+// custom layout (--pipeline-model-parallel-layout). Other frameworks and even splits: unchanged.
+void split_pipeline_like_megatron(Layout& layout, const ModelSpec& model, Framework framework);
+
 }  // namespace sixfold

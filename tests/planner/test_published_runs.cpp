@@ -93,7 +93,7 @@ TEST_CASE("published dense runs: the layout fits and the planner's pick is at le
       recomputes = {Recompute::None, Recompute::Selective, Recompute::Full};
     else
       recomputes = {parse_recompute(row["recompute"])};
-    // torchtitan's "selective" activation checkpointing is op-level (as simulator/fit/validation.cpp reads it).
+    // torchtitan's "selective" activation checkpointing is op-level (as simulator/fit/row_fill.cpp reads it).
     if (row["recompute"] == "selective" && row["source"].find("torchtitan") != std::string::npos)
       recomputes = {Recompute::SelectiveOp};
     try {
