@@ -98,6 +98,12 @@ struct FrameworkTraits {
   // ZeRO-3 reduce-scatters gradients in DP buckets (DeepSpeed's reduce_bucket_size,
   // gradient_bucket_bytes) rather than one per layer (FSDP).
   bool zero3_reduces_in_buckets = false;
+  // ZeRO-2 as FSDP runs it (FSDP1's ShardingStrategy.SHARD_GRAD_OP, FSDP2's
+  // reshard_after_forward=False): each layer's flat gradient is reduce-scattered by its own
+  // post-backward hook as soon as that layer's backward ends (torch/distributed/fsdp/
+  // _runtime_utils.py _post_backward_hook -> _reduce_grad), one collective per layer and micro-batch,
+  // not DDP's 25 MiB buckets; DeepSpeed and Megatron reduce ZeRO-1/2 gradients in their buckets.
+  bool zero2_reduces_per_layer = false;
   // Megatron's distributed optimizer overlaps the parameter all-gather after the step with the
   // next forward (--overlap-param-gather) when DP overlap is on; DeepSpeed's ZeRO-1/2 gathers
   // after the step, exposed.

@@ -771,13 +771,22 @@ void add_head_input_grad(std::vector<Op>& backward, const Dims& d, const HeadNam
 //   subtract and exp in place (8 + 8), sum (4), divide in place (8); its backward works on the
 //   saved softmax in place, subtract the one-hot and scale (8 + 8), then casts the gradient back
 //   (4 + a).
-// - F.cross_entropy on upcast logits: the cast, log-softmax and gather, the same traffic as
-//   Megatron's; it keeps the fp32 log-softmax.
+// - F.cross_entropy on upcast logits, one rank: the cast (read a, write 4), then ATen's log-softmax,
+//   one kernel of three passes over each fp32 row, max, sum of exponentials, then the written result
+//   (aten/src/ATen/native/cuda/SoftMax.cu, cunn_SoftMaxForward: 12 + 4; its one-read shared-memory
+//   variant, PyTorch PR #122970 of 2024-04, takes rows up to 48 KB, and a vocabulary row is larger),
+//   and the gather; it keeps the fp32 log-softmax. Its backward zero-fills the fp32 gradient and
+//   scatters the targets' (nll_loss_backward, 4), runs cunn_SoftMaxBackward (a pass summing the
+//   gradient, then one reading it and the output and writing: 4 + 12), and casts back (4 + a).
+//   Under TP it is DTensor's loss_parallel, separate ops like Megatron's, and priced as Megatron's.
 // - flash-attn's fused cross-entropy, and torch.compile'd F.cross_entropy: one pass over the
 //   low-precision logits (online softmax) that keeps them and the log-sum-exp; its backward reads
 //   them and writes the gradient (a + a).
-// Bytes of the multi-kernel fp32 loss's forward per logit (Megatron's and F.cross_entropy's, above).
+// Bytes per logit of the fp32 losses (above): Megatron's multi-kernel one (and DTensor's under TP),
+// and ATen's F.cross_entropy on one rank.
 double fp32_loss_forward_bytes(Count a) { return double(a + 36); }
+double aten_cross_entropy_forward_bytes(Count a) { return double(a + 20); }
+double aten_cross_entropy_backward_bytes(Count a) { return double(a + 24); }
 
 void add_output_head(std::vector<Op>& ops, const ModelSpec& m_of_head, const Layout& l, const Dims& d, Count vocab_rank, const HeadNames& n,
                      CrossEntropy ce) {
@@ -786,10 +795,14 @@ void add_output_head(std::vector<Op>& ops, const ModelSpec& m_of_head, const Lay
   tp_enter(ops, d, n.allgather, n.regather, d.h * d.act);
   ops.push_back(with_saved(gemm(n.gemm, OpClass::Gemm, T, vocab_rank, h), Bytes(d.gemm_input_tokens * h * a)));
   const double logits = double(T) * double(vocab_rank);
+  const bool aten = ce == CrossEntropy::TorchFp32 && l.tp <= 1;
+  const double forward = aten ? aten_cross_entropy_forward_bytes(a) : fp32_loss_forward_bytes(a);
   Op loss = fused_cross_entropy(ce)
                 ? with_saved(memory(n.loss, OpClass::Loss, Bytes(logits * a)), Bytes(logits * a) + Bytes(T * 4))
-                : with_saved(memory(n.loss, OpClass::Loss, Bytes(logits * fp32_loss_forward_bytes(a))), Bytes(logits * 4));
-  loss.backward_bytes = fused_cross_entropy(ce) ? Bytes(logits * 2 * a) : Bytes(logits * (20 + a));
+                : with_saved(memory(n.loss, OpClass::Loss, Bytes(logits * forward)), Bytes(logits * 4));
+  loss.backward_bytes = fused_cross_entropy(ce) ? Bytes(logits * 2 * a)
+                        : aten                  ? Bytes(logits * aten_cross_entropy_backward_bytes(a))
+                                                : Bytes(logits * (20 + a));
   ops.push_back(loss);
   if (l.tp > 1) {
     // Max, sum-exp and target logit, reduced over the vocabulary shards; the loss's backward is
@@ -881,9 +894,11 @@ StageEdges make_edges(const ModelSpec& m, const Layout& l, const Workload& w, co
   for (auto it = st.post_forward.rbegin(); it != st.post_forward.rend(); ++it) add_backward(st.post_backward, *it);
   if (last) add_head_input_grad(st.post_backward, d, kMainHead);
   if (last && w.train_metric_passes > 0) {
-    // The training metrics' cross-entropy forwards on the logits after the backward, each with
-    // F.cross_entropy's traffic on upcast logits (add_output_head); no gradient.
-    Op metrics = memory("train_metrics", OpClass::Loss, Bytes(double(T) * double(vocab_rank) * fp32_loss_forward_bytes(a) * w.train_metric_passes));
+    // The training metrics' cross-entropy forwards on the logits after the backward, each
+    // torch.nn.CrossEntropyLoss under autocast: ATen's F.cross_entropy on upcast logits
+    // (add_output_head); no gradient.
+    Op metrics = memory("train_metrics", OpClass::Loss,
+                        Bytes(double(T) * double(vocab_rank) * aten_cross_entropy_forward_bytes(a) * w.train_metric_passes));
     metrics.backward = true;
     st.post_backward.push_back(metrics);
   }

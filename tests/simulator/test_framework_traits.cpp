@@ -328,6 +328,38 @@ TEST_CASE("the DP bucket is the framework's unless the layout sets one") {
   CHECK(gradient_bucket_bytes(l, w) == doctest::Approx(4.0 * kMiB));
 }
 
+TEST_CASE("FSDP's ZeRO-2 (SHARD_GRAD_OP) reduce-scatters each layer's gradient, DeepSpeed and Megatron bucket it") {
+  const ModelSpec m = load_model("llama3-8b");
+  const HardwareProfile hw = load_hardware("h100-sxm-80g");
+  const Layout l = data_parallel(512, 2, 1);
+  auto traffic = [&](Framework f) {
+    const Workload w = work(2048, 512, f);
+    const StepProgram prog = expand_step_program(m, l, w);
+    return std::pair(dp_traffic(m, hw, w, l, prog.stages[0]), prog.stages[0].layers);
+  };
+  const auto [fsdp, layers] = traffic(Framework::Torchtitan);
+  CHECK(layers == 32);
+  CHECK(fsdp.reductions == layers);
+  CHECK(fsdp.reduce_every_micro_batch);
+  // The same framework's DDP (ZeRO-0) keeps its 25 MiB buckets: hundreds of them for 8B in fp32.
+  {
+    const Layout ddp = data_parallel(512, 0, 1);
+    const Workload w = work(2048, 512, Framework::Torchtitan);
+    CHECK(dp_traffic(m, hw, w, ddp, expand_step_program(m, ddp, w).stages[0]).reductions > 10 * layers);
+  }
+  const auto [megatron, unused] = traffic(Framework::Megatron);
+  CHECK(megatron.reductions != layers);
+  // One collective per layer pays the ring latency of 512 ranks 32 times, not once per bucket:
+  // the step is faster than with DDP's buckets of the same bytes.
+  Layout bucketed = l;
+  bucketed.dp_overlap = DpOverlap::Bucketed;
+  const Prediction per_layer = predict(m, hw, work(2048, 512, Framework::Torchtitan), bucketed);
+  Workload deepspeed = work(2048, 512, Framework::DeepSpeed);
+  bucketed.bucket_bytes = 25 * kMiB;  // DeepSpeed with torch DDP's bucket size: reductions in buckets
+  const Prediction buckets = predict(m, hw, deepspeed, bucketed);
+  CHECK(per_layer.time.dp_comm < buckets.time.dp_comm);
+}
+
 TEST_CASE("fp8 GEMM inputs: TransformerEngine keeps the fp8 cast, torchao the bf16 input unless TP gathered it in fp8") {
   const ModelSpec m = load_model("llama3-8b");
   auto saved = [&](Framework f, int tp, const char* op_name) {

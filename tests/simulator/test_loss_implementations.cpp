@@ -57,12 +57,16 @@ TEST_CASE("cross-entropy: each implementation holds its own logits copies and mo
   CHECK(torch.stages[0].edges->logits_bytes == doctest::Approx(8 * logits));
   CHECK(megatron.stages[0].edges->logits_bytes == doctest::Approx(2 * logits));
   CHECK(flash.stages[0].edges->logits_bytes == doctest::Approx(2 * logits));
-  // Traffic: one pass over the bf16 logits forward, read and write backward (flash-attn); the
-  // multi-kernel fp32 loss 38 and 22 bytes per logit.
+  // Traffic: one pass over the bf16 logits forward, read and write backward (flash-attn); Megatron's
+  // multi-kernel fp32 loss 38 and 22 bytes per logit; ATen's F.cross_entropy, whose log-softmax is
+  // one three-pass kernel, 22 forward (cast 2 + 4, log-softmax 12 + 4) and 26 backward (zero-filled
+  // gradient 4, log-softmax backward 12 + 4, cast back 4 + 2).
   CHECK(find(flash.stages[0].edges->post_forward, "cross_entropy")->bytes == doctest::Approx(2 * logits));
   CHECK(find(flash.stages[0].edges->post_backward, "cross_entropy")->bytes == doctest::Approx(4 * logits));
   CHECK(find(megatron.stages[0].edges->post_forward, "cross_entropy")->bytes == doctest::Approx(38 * logits));
   CHECK(find(megatron.stages[0].edges->post_backward, "cross_entropy")->bytes == doctest::Approx(22 * logits));
+  CHECK(find(torch.stages[0].edges->post_forward, "cross_entropy")->bytes == doctest::Approx(22 * logits));
+  CHECK(find(torch.stages[0].edges->post_backward, "cross_entropy")->bytes == doctest::Approx(26 * logits));
   // So the fused loss needs less memory and less time.
   const HardwareProfile hw = load_hardware("h100-sxm-80g");
   const Prediction pt = predict(m, hw, work(CrossEntropy::TorchFp32), layout());
@@ -86,6 +90,9 @@ TEST_CASE("cross-entropy: under TP the torch loss is DTensor's loss_parallel, on
   // Megatron's vocab-parallel loss keeps its one low-precision copy under TP.
   const StepProgram meg = expand_step_program(m, tp, work(CrossEntropy::MegatronFp32));
   CHECK(meg.stages[0].edges->logits_bytes == doctest::Approx(2 * T * shard));
+  // loss_parallel runs max, subtract, exp, sum and log as separate DTensor ops, Megatron's traffic.
+  CHECK(find(p.stages[0].edges->post_forward, "cross_entropy")->bytes == doctest::Approx(38 * T * shard));
+  CHECK(find(p.stages[0].edges->post_backward, "cross_entropy")->bytes == doctest::Approx(22 * T * shard));
 }
 
 TEST_CASE("training-metric passes: cross-entropy forwards over the logits after the backward, no gradient, no saved bytes") {
@@ -96,7 +103,8 @@ TEST_CASE("training-metric passes: cross-entropy forwards over the logits after 
   CHECK(find(none.stages[0].edges->post_backward, "train_metrics") == nullptr);
   const Op* metrics = find(two.stages[0].edges->post_backward, "train_metrics");
   REQUIRE(metrics != nullptr);
-  CHECK(metrics->bytes == doctest::Approx(2 * 38 * logits));
+  // Each pass is torch.nn.CrossEntropyLoss under autocast: ATen's loss forward, 22 bytes a logit.
+  CHECK(metrics->bytes == doctest::Approx(2 * 22 * logits));
   CHECK(metrics->saved == 0);
   CHECK(two.stages[0].edges->post_forward.size() == none.stages[0].edges->post_forward.size());
   const HardwareProfile hw = load_hardware("a100-sxm-80g");
