@@ -785,6 +785,7 @@ void add_head_input_grad(std::vector<Op>& backward, const Dims& d, const HeadNam
 // Bytes per logit of the fp32 losses (above): Megatron's multi-kernel one (and DTensor's under TP),
 // and ATen's F.cross_entropy on one rank.
 double fp32_loss_forward_bytes(Count a) { return double(a + 36); }
+double fp32_loss_backward_bytes(Count a) { return double(20 + a); }
 double aten_cross_entropy_forward_bytes(Count a) { return double(a + 20); }
 double aten_cross_entropy_backward_bytes(Count a) { return double(a + 24); }
 
@@ -795,14 +796,14 @@ void add_output_head(std::vector<Op>& ops, const ModelSpec& m_of_head, const Lay
   tp_enter(ops, d, n.allgather, n.regather, d.h * d.act);
   ops.push_back(with_saved(gemm(n.gemm, OpClass::Gemm, T, vocab_rank, h), Bytes(d.gemm_input_tokens * h * a)));
   const double logits = double(T) * double(vocab_rank);
+  // Bytes per logit of the unfused fp32 losses: ATen's on one rank, Megatron's (and DTensor's) else.
   const bool aten = ce == CrossEntropy::TorchFp32 && l.tp <= 1;
   const double forward = aten ? aten_cross_entropy_forward_bytes(a) : fp32_loss_forward_bytes(a);
+  const double backward = aten ? aten_cross_entropy_backward_bytes(a) : fp32_loss_backward_bytes(a);
   Op loss = fused_cross_entropy(ce)
                 ? with_saved(memory(n.loss, OpClass::Loss, Bytes(logits * a)), Bytes(logits * a) + Bytes(T * 4))
                 : with_saved(memory(n.loss, OpClass::Loss, Bytes(logits * forward)), Bytes(logits * 4));
-  loss.backward_bytes = fused_cross_entropy(ce) ? Bytes(logits * 2 * a)
-                        : aten                  ? Bytes(logits * aten_cross_entropy_backward_bytes(a))
-                                                : Bytes(logits * (20 + a));
+  loss.backward_bytes = fused_cross_entropy(ce) ? Bytes(logits * 2 * a) : Bytes(logits * backward);
   ops.push_back(loss);
   if (l.tp > 1) {
     // Max, sum-exp and target logit, reduced over the vocabulary shards; the loss's backward is

@@ -59,11 +59,10 @@ DpOps dp_ops(const ModelSpec& model, const Workload& work, const Layout& l, cons
     }
   } else {
     d.reduce_every_micro_batch = l.zero == 2;
-    if (l.dp_overlap == DpOverlap::PerLayer) d.reductions = layers;
+    // Per layer by hand, or FSDP's ZeRO-2 from each layer's post-backward hook; else in buckets.
+    if (l.dp_overlap == DpOverlap::PerLayer || (l.zero == 2 && fw.zero2_reduces_per_layer)) d.reductions = layers;
     else if (l.dp_overlap == DpOverlap::Bucketed)
       d.reductions = std::max(1, int(std::ceil((dense_grads + expert_grads) / gradient_bucket_bytes(l, work))));
-    // FSDP's ZeRO-2 reduce-scatters each layer's gradient from its post-backward hook.
-    if (l.zero == 2 && fw.zero2_reduces_per_layer) d.reductions = layers;
     // Without overlap the gradients go in one collective after the backward.
     if (l.dp_overlap == DpOverlap::None) d.reductions = 1;
   }
