@@ -13,7 +13,8 @@ Usage:
 
 Model shapes are those of scripts/train/yamls/pretrain/mpt-<size>.yaml (d_model, n_heads, n_layers,
 expansion_ratio 4, vocab 50368). Each table's date is when its section entered the README (git log
--S on its heading), which decides the flash-attention kernel the validator prices.
+-S on its heading), which decides the flash-attention kernel the validator prices, except where the
+sweep that made a table names its kernel (FLASH2_SWEEPS).
 """
 from __future__ import annotations
 
@@ -33,6 +34,12 @@ SECTION_DATES = [
     ("A100 80GB with 1600 Gbps", "2023-07", "ef350d9e6"),
     ("A100 40GB with 1600 Gbps", "2023-07", "ef350d9e6"),
 ]
+# Tables whose sweep ran FlashAttention-2 for some models, before llm-foundry's default install moved
+# to flash-attn 2 (v0.6.0, 2024-03): heading prefix -> those models. The large-scale H100 table came
+# from scripts/train/benchmarking/sweep.py of the same commit (5e85bd62d, 2024-01-06): it installs
+# '.[gpu-flash2]' (flash-attn 2.4.2, setup.py) and passes '--attn_impl flash' for 1b, 3b, 7b and
+# 70b, '--attn_impl triton' (the Triton kernel, priced as the codebase's default) for 13b and 30b.
+FLASH2_SWEEPS = {"H100 80GB BF16 (Large Scale": {"1b", "3b", "7b", "70b"}}
 COLUMNS = ("id,source,layers,hidden,ffn,heads,kv_heads,vocab,seq,experts,topk,moe_ffn,gpu,gpus,gpus_per_node,dp,tp,"
            "pp,vpp,cp,ep,sp,zero,micro_batch,global_batch,recompute,dtype,tflops_hw,tflops_model,mfu_pct,"
            "tokens_per_gpu_s,iter_s,peak_mem_gib,framework,framework_date,attention,dp_overlap,tp_overlap,notes").split(",")
@@ -64,6 +71,7 @@ def main() -> int:
         if dated is None or cells[3] not in GPUS:  # the FP8 table has no rows; anything unknown is left out
             continue
         date, added = dated
+        flash2 = any(heading.startswith(p) and cells[0] in models for p, models in FLASH2_SWEEPS.items())
         layers, hidden, heads = SHAPES[cells[0]]
         n += 1
         out.writerow({
@@ -77,7 +85,8 @@ def main() -> int:
             "micro_batch": cells[7], "global_batch": cells[9],
             "recompute": "full" if cells[17] == "True" else "none",
             "dtype": "bf16", "mfu_pct": cells[4], "tokens_per_gpu_s": cells[12],
-            "framework": "llm-foundry", "framework_date": date, "attention": "flash", "dp_overlap": 1,
+            "framework": "llm-foundry", "framework_date": date, "attention": "flash-attention-2" if flash2 else "flash",
+            "dp_overlap": 1,
             "notes": f"precision {cells[14]}, FSDP mixed precision {cells[15]}, {cells[16]}; HFU {cells[5]}",
         })
     return 0

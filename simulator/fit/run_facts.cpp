@@ -217,7 +217,8 @@ const DatedKernel kDatedKernels[] = {
     // 4f285b3) put that kernel's A100 forward+backward within ~6% of FlashAttention-1's at head dim 128
     // (causal 50-80 against 55-83 TFLOP/s), so FlashAttention-1's measured speed prices it; no H100
     // measurement of it exists (that chart has no Triton bars): on H100 the price is a prior, and the
-    // long-sequence H100 rows of the tables come out 20-33% slow (bench/RESULTS.md).
+    // long-sequence H100 rows of the tables come out 20-33% slow (bench/RESULTS.md). Rows whose sweep
+    // installed flash-attn 2 (the 2024-01 large-scale H100 table) say so in their `attention` column.
     {"llm-foundry", 202403, AttentionKernel::Flash1,
      "llm-foundry's benchmark tables ran attn_impl 'triton' (submit_benchmarks.py default, mosaicml/examples "
      "9fa3ceb9a and llm-foundry b2a43a147), priced as FlashAttention-1, within ~6% of it on A100 in the "
@@ -282,8 +283,11 @@ RunFacts parse_run_facts(const std::string& framework, const std::string& framew
   if (attention == "flash") f.flash_attention = true;
   else if (attention == "fused-softmax") f.flash_attention = false, f.fused_softmax = true;
   else if (attention == "unfused") f.flash_attention = false, f.fused_softmax = false;
+  else if (attention == "flash-attention-1" || attention == "flash-attention-2" || attention == "te-fused")
+    f.flash_attention = true, f.attention_kernel = parse_attention_kernel(attention);
   else if (!attention.empty() && attention != "unknown")
-    throw Error("column 'attention': value '" + attention + "' is not flash, fused-softmax, unfused or empty");
+    throw Error("column 'attention': value '" + attention +
+                "' is not flash, flash-attention-1, flash-attention-2, te-fused, fused-softmax, unfused or empty");
   f.dp_overlap = flag01("dp_overlap", dp_overlap);
   f.tp_overlap = flag01("tp_overlap", tp_overlap);
   f.compile = flag01("compile", compile);
@@ -315,7 +319,8 @@ RunSettings run_settings(const RunFacts& f, int pp, int zero) {
     s.fp8_swiglu_input = c.fp8_swiglu_input;
   }
   if (today == AttentionKernel::Default) today = framework_traits(s.framework).attention_kernel;
-  s.attention_kernel = dated_kernel(f, today);
+  // A kernel the row names is what ran; otherwise the codebase's at its date.
+  s.attention_kernel = f.attention_kernel.value_or(dated_kernel(f, today));
   if (s.framework == Framework::DeepSpeed && dated_default(f, Setting::Zero3Synchronous, pp, zero))
     s.framework = Framework::DeepSpeedLegacy;
   s.flash_attention = f.flash_attention.value_or(dated_default(f, Setting::FlashAttention, pp, zero));

@@ -17,6 +17,9 @@ struct RunFacts {
   int date = 0;          // framework_date as yyyymm (202104); 0 when not stated
   // As stated by the row; nullopt where its cell is empty.
   std::optional<bool> flash_attention;
+  // The flash kernel where the row names one (`attention` = flash-attention-1, flash-attention-2 or
+  // te-fused, this project's finer values); nullopt: the codebase's kernel at its date.
+  std::optional<AttentionKernel> attention_kernel;
   std::optional<bool> fused_softmax;  // attention without flash: Megatron's fused scale-mask-softmax or not
   std::optional<bool> dp_overlap;
   std::optional<bool> tp_overlap;

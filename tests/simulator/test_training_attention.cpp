@@ -143,6 +143,25 @@ TEST_CASE("training attention: the kernel a row ran follows its codebase and dat
   CHECK(kernel("meta-internal", "") == AttentionKernel::TeFused);
 }
 
+TEST_CASE("training attention: a row that names its kernel is priced with it, whatever its codebase's date says") {
+  auto kernel = [](const std::string& attention) {
+    return run_settings(parse_run_facts("llm-foundry", "2024-01", attention, "", ""), 1, 3).attention_kernel;
+  };
+  // llm-foundry's 2024-01 large-scale H100 table: its sweep installed flash-attn 2.4.2 and ran
+  // attn_impl flash for four of its six models, before the codebase's default moved to 2.x.
+  CHECK(kernel("flash") == AttentionKernel::Flash1);
+  CHECK(kernel("flash-attention-2") == AttentionKernel::Flash2);
+  CHECK(kernel("te-fused") == AttentionKernel::TeFused);
+  CHECK(run_settings(parse_run_facts("megatron-lm", "2024-08", "flash-attention-1", "", ""), 1, 1).attention_kernel ==
+        AttentionKernel::Flash1);
+  const RunFacts named = parse_run_facts("torchtitan", "", "flash-attention-2", "", "");
+  CHECK(named.flash_attention == std::optional<bool>(true));
+  CHECK_FALSE(run_settings(named, 1, 1).filled_flash);
+  CHECK_THROWS_WITH(parse_run_facts("torchtitan", "", "flash-attention-3", "", ""),
+                    doctest::Contains("column 'attention': value 'flash-attention-3' is not flash, flash-attention-1, "
+                                      "flash-attention-2, te-fused, fused-softmax, unfused or empty"));
+}
+
 TEST_CASE("training attention: a malformed section is an Error naming the field and what is allowed") {
   const std::string base = R"(schema_version: 1
 device: test-gpu
