@@ -77,8 +77,6 @@ void descend(std::vector<FitParameter>& params, int rounds, double& best,
   }
 }
 
-const char* const kThroughputMetrics[] = {"iter_s", "tflops_hw", "tflops_model", "mfu_pct", "tokens_per_gpu_s"};
-
 std::map<std::string, MetricSummary> summarise(const std::vector<CvRow>& rows, bool null_model) {
   std::map<std::string, std::vector<double>> errs;
   std::map<std::string, MetricSummary> out;
@@ -149,7 +147,7 @@ CrossValidation cross_validate_by_source(const std::vector<CsvTable>& tables, co
     int n = 0;
     double sum = 0;
     for (const auto& rep : reps)
-      for (const char* metric : kThroughputMetrics)
+      for (const std::string& metric : throughput_metrics())
         if (auto it = rep.metrics.find(metric); it != rep.metrics.end()) {
           n += it->second.n;
           sum += it->second.n * it->second.mape_pct;
@@ -180,7 +178,7 @@ CrossValidation cross_validate_by_source(const std::vector<CsvTable>& tables, co
         row.gpu = rr.scenario.hardware_name;
         row.gpus = rr.scenario.gpus;
         row.framework = to_string(rr.scenario.work.framework);
-        for (const char* metric : kThroughputMetrics)
+        for (const std::string& metric : throughput_metrics())
           if (auto it = rr.error_pct.find(metric); it != rr.error_pct.end()) {
             row.error_pct[metric] = it->second;
             row.null_error_pct[metric] = nulls[t].rows[i].error_pct.at(metric);
@@ -240,7 +238,7 @@ FitResult fit_profile_to_runs(const CsvTable& runs, const std::string& hardware,
     // MFU or tokens/s for published runs (they are the same step time seen differently).
     int n = 0;
     double sum = 0;
-    for (const char* metric : kThroughputMetrics) {
+    for (const std::string& metric : throughput_metrics()) {
       auto it = rep.metrics.find(metric);
       if (it == rep.metrics.end()) continue;
       n += it->second.n;

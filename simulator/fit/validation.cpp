@@ -10,6 +10,7 @@
 #include "common/error.hpp"
 #include "models/model_zoo.hpp"
 #include "models/pipeline_layout.hpp"
+#include "simulator/fit/error_band.hpp"
 #include "simulator/fit/row_fill.hpp"
 #include "simulator/fit/run_facts.hpp"
 
@@ -150,6 +151,15 @@ const ModelSpec* zoo_model_like(const ModelSpec& m, bool kv_heads_stated) {
 }
 
 }  // namespace
+
+std::optional<double> mean_abs_throughput_error_pct(const std::map<std::string, double>& error_pct) {
+  double sum = 0;
+  int n = 0;
+  for (const std::string& metric : throughput_metrics())
+    if (auto it = error_pct.find(metric); it != error_pct.end()) sum += std::fabs(it->second), ++n;
+  if (n == 0) return std::nullopt;
+  return sum / n;
+}
 
 Seconds null_model_step_time(const Scenario& s) {
   // The 16-bit peak for fp8 runs too: MFU is stated against it by the sources (torchtitan's
@@ -366,6 +376,9 @@ ValidationReport validate_runs(const CsvTable& t, const ValidationOptions& opt) 
       }
       row.scored = !row.measured.empty();
       if (!row.scored) row.skip_reason = "no measured metric";
+      if (!opt.null_model)
+        if (auto band = expected_error(builtin_residual_runs(), s.work.framework, s.hardware.name, s.gpus))
+          row.expected_error_pct = band->pct;
     } catch (const Error& e) {
       row.skip_reason = e.what();
     }

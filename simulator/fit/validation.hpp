@@ -20,6 +20,16 @@ inline const std::vector<std::string>& validation_metrics() {
   return m;
 }
 
+// The metrics that measure the step time (each the same step seen differently); peak_mem_gib is not one.
+inline const std::vector<std::string>& throughput_metrics() {
+  static const std::vector<std::string> m = {"iter_s", "tflops_hw", "tflops_model", "mfu_pct", "tokens_per_gpu_s"};
+  return m;
+}
+
+// A run's error as the error bands count it (simulator/fit/error_band.hpp): the mean absolute
+// error over the throughput metrics it has; nullopt when it has none.
+std::optional<double> mean_abs_throughput_error_pct(const std::map<std::string, double>& error_pct);
+
 struct RowResult {
   std::string id;
   bool scored = false;
@@ -28,6 +38,9 @@ struct RowResult {
   Scenario scenario;
   std::map<std::string, double> measured, predicted, error_pct;  // signed % error per metric
   bool predicted_to_fit = true;
+  // The band `predict` prints for this scenario ("expect +-X%"), from the built-in out-of-source
+  // residuals; nullopt for the null model or without enough residuals.
+  std::optional<double> expected_error_pct;
 };
 
 struct MetricSummary {
@@ -52,6 +65,21 @@ struct ValidationReport {
   std::map<std::string, MetricSummary> metrics;
   std::vector<RankGroup> groups;  // with ranking on
   // Scored rows whose predicted peak memory exceeds the GPU's: each ran, so each is a model error.
+  // How many scored rows with a throughput metric and a band have their error inside the band:
+  // the band is the 68th percentile of similar runs' errors, so about 68% should be.
+  struct BandCoverage {
+    int rows = 0, within = 0;
+  };
+  BandCoverage band_coverage() const {
+    BandCoverage c;
+    for (const RowResult& r : rows) {
+      const auto err = mean_abs_throughput_error_pct(r.error_pct);
+      if (!r.scored || !r.expected_error_pct || !err) continue;
+      ++c.rows;
+      c.within += *err <= *r.expected_error_pct;
+    }
+    return c;
+  }
   int rows_not_fitting() const {
     int n = 0;
     for (const RowResult& r : rows) n += r.scored && !r.predicted_to_fit;

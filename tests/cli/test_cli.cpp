@@ -2,6 +2,7 @@
 // and the documented JSON shapes.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <set>
 #include <tuple>
 
@@ -511,6 +512,17 @@ TEST_CASE("the out-of-source spot checks in bench/spot_checks load and every row
     CHECK(j["rows_scored"].get<int>() > 0);
     CHECK(j["rows_skipped"].get<int>() == 0);
     CHECK(j["rows_predicted_not_to_fit"].get<int>() == 0);
+    // Every scored row carries the band predict would print, and the coverage counts them all.
+    int with_band = 0, within = 0;
+    for (const auto& row : j["rows"]) {
+      REQUIRE(row.contains("expected_error_pct"));
+      ++with_band;
+      double sum = 0;
+      for (const auto& [metric, e] : row["error_pct"].items()) sum += std::fabs(e.get<double>());
+      within += sum / double(row["error_pct"].size()) <= row["expected_error_pct"].get<double>();
+    }
+    CHECK(j["error_band_coverage"]["rows"].get<int>() == with_band);
+    CHECK(j["error_band_coverage"]["within"].get<int>() == within);
   }
 }
 

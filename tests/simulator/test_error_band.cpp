@@ -4,6 +4,7 @@
 
 #include "common/error.hpp"
 #include "simulator/fit/error_band.hpp"
+#include "simulator/fit/validation.hpp"
 
 using namespace sixfold;
 
@@ -51,4 +52,26 @@ TEST_CASE("the built-in residuals load and cover the validation sets") {
   const auto& r = builtin_residual_runs();
   CHECK(r.size() >= 100);
   CHECK(expected_error(r, Framework::Megatron, "h100-sxm-80g", 64));
+}
+
+TEST_CASE("validate counts a row inside its band by the mean absolute error of its throughput metrics, as the bands do") {
+  CHECK_FALSE(mean_abs_throughput_error_pct({{"peak_mem_gib", 30.0}}));  // memory says nothing about the step time
+  CHECK(*mean_abs_throughput_error_pct({{"mfu_pct", -4.0}, {"tokens_per_gpu_s", 6.0}, {"peak_mem_gib", 50.0}}) ==
+        doctest::Approx(5.0));
+  ValidationReport rep;
+  auto row = [](std::map<std::string, double> errors, std::optional<double> band, bool scored = true) {
+    RowResult r;
+    r.scored = scored;
+    r.error_pct = std::move(errors);
+    r.expected_error_pct = band;
+    return r;
+  };
+  rep.rows.push_back(row({{"mfu_pct", -4.0}, {"tokens_per_gpu_s", 6.0}}, 5.0));  // mean 5: inside a 5% band
+  rep.rows.push_back(row({{"iter_s", 7.5}}, 5.0));                               // outside
+  rep.rows.push_back(row({{"peak_mem_gib", 1.0}}, 5.0));                         // no throughput metric: not counted
+  rep.rows.push_back(row({{"iter_s", 1.0}}, std::nullopt));                      // no band: not counted
+  rep.rows.push_back(row({{"iter_s", 1.0}}, 5.0, false));                        // skipped: not counted
+  const auto c = rep.band_coverage();
+  CHECK(c.rows == 2);
+  CHECK(c.within == 1);
 }

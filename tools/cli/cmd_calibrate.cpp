@@ -186,12 +186,11 @@ struct CalibrateCommand {
                        ".\n# Read by predict and plan for \"expect +-X%\" (simulator/fit/error_band.hpp).\nruns:\n";
     size_t written = 0;
     for (const CvRow& r : cv_result.rows) {
-      if (!r.has_throughput()) continue;  // a memory-only row says nothing about the step time
-      double sum = 0;
-      for (const auto& [metric, e] : r.null_error_pct) sum += std::fabs(r.error_pct.at(metric));
+      const auto error = mean_abs_throughput_error_pct(r.error_pct);
+      if (!error) continue;  // a memory-only row says nothing about the step time
       char line[256];
       std::snprintf(line, sizeof line, "  - {id: \"%s\", framework: %s, gpu: %s, gpus: %d, abs_error_pct: %.2f}\n", r.id.c_str(),
-                    r.framework.c_str(), r.gpu.c_str(), r.gpus, sum / double(r.null_error_pct.size()));
+                    r.framework.c_str(), r.gpu.c_str(), r.gpus, *error);
       yaml += line;
       ++written;
     }

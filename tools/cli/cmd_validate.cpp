@@ -132,6 +132,13 @@ struct ValidateCommand {
       std::printf("  %-18s %5d %8.2f%% %8.2f%% %8.1f%%  %s\n", metric.c_str(), m.n, m.mape_pct, m.median_pct, m.worst_pct,
                   m.worst_id.c_str());
     }
+    // Whether `predict`'s "expect +-X%" held on these rows: a row counts its mean absolute error
+    // over its throughput metrics, as the bands do.
+    if (const auto c = rep.band_coverage(); c.rows > 0)
+      std::printf("  expected error band: %d of %d rows within it (%.0f%%; each band is the 68th percentile of similar "
+                  "runs' out-of-source errors, so about 68%% should be; on the runs the bands are made of, "
+                  "data/validation/published_runs.csv and vtrain_multi_node.csv, this is in-sample)\n",
+                  c.within, c.rows, 100.0 * c.within / c.rows);
   }
 
   void print_json(const ValidationReport& rep) const {
@@ -154,6 +161,8 @@ struct ValidateCommand {
                          {"worst_id", it->second.worst_id}};
     }
     j["metrics"] = metrics;
+    if (const auto c = rep.band_coverage(); c.rows > 0)
+      j["error_band_coverage"] = {{"rows", c.rows}, {"within", c.within}, {"pct", 100.0 * c.within / c.rows}};
     nlohmann::ordered_json rows = nlohmann::ordered_json::array();
     for (const auto& row : rep.rows) {
       nlohmann::ordered_json r;
@@ -165,6 +174,7 @@ struct ValidateCommand {
       r["predicted"] = row.predicted;
       r["error_pct"] = row.error_pct;
       if (!row.filled.empty()) r["filled"] = row.filled;
+      if (row.scored && row.expected_error_pct) r["expected_error_pct"] = *row.expected_error_pct;
       rows.push_back(r);
     }
     j["rows"] = rows;
