@@ -329,6 +329,27 @@ Prediction predict(const ModelSpec& model, const HardwareProfile& hw, const Work
   return p;
 }
 
+Bytes memory_needed_to_run(const Prediction& p) {
+  if (p.stage_memory.empty()) return p.peak_memory;
+  Bytes needed = 0;
+  for (const MemoryBreakdown& m : p.stage_memory) needed = std::max(needed, m.allocated() + m.outside_allocator);
+  return needed;
+}
+
+MemoryFit memory_fit(const Prediction& p, const HardwareProfile& hw) {
+  if (memory_needed_to_run(p) > hw.memory_capacity) return MemoryFit::OutOfMemory;
+  return p.peak_memory > hw.memory_capacity ? MemoryFit::AllocatorRetries : MemoryFit::Fits;
+}
+
+std::string to_string(MemoryFit f) {
+  switch (f) {
+    case MemoryFit::Fits: return "fits";
+    case MemoryFit::AllocatorRetries: return "allocator_retries";
+    case MemoryFit::OutOfMemory: return "out_of_memory";
+  }
+  return "?";
+}
+
 void set_throughput(Prediction& p, const ModelSpec& model, const HardwareProfile& hw, const Workload& work,
                     const Layout& l) {
   const int gpus = l.gpus();

@@ -74,6 +74,17 @@ struct StepFlops {
 StepFlops step_flops(const ModelSpec& model, const Workload& work, Recompute recompute, double recomputed_fraction = 1.0);
 StepFlops step_flops(const ModelSpec& model, const Workload& work, const Layout& layout);
 
+// What a run needs to run at all: the largest stage's live tensors plus what lives outside
+// PyTorch's allocator. On an allocation failure the caching allocator frees its cached blocks and
+// retries (CUDACachingAllocator.cpp, release_cached_blocks before raising OOM), so the reserved-
+// but-free share of fragmentation slows a run (cudaMalloc retries) without stopping it.
+Bytes memory_needed_to_run(const Prediction& p);
+// Whether the run fits the GPU: with its cache (reserved) too, only by the allocator freeing its
+// cache and retrying (slower than priced), or not at all.
+enum class MemoryFit { Fits, AllocatorRetries, OutOfMemory };
+MemoryFit memory_fit(const Prediction& p, const HardwareProfile& hw);
+std::string to_string(MemoryFit f);  // fits | allocator_retries | out_of_memory
+
 // Fills the throughput figures (tokens/s, TFLOP/s, MFU) of a prediction from its step time.
 void set_throughput(Prediction& p, const ModelSpec& model, const HardwareProfile& hw, const Workload& work,
                     const Layout& layout);

@@ -159,14 +159,8 @@ RowFill fill_unstated_choices(const CsvTable& t, size_t r, const Scenario& row, 
     trial.work.compile = compile;
     trial.work.cross_entropy = compile ? run.compiled_cross_entropy : run.cross_entropy;
     Prediction p = price(trial);
-    // A run fits when its live tensors and what lives outside the allocator fit: on an allocation
-    // failure PyTorch's caching allocator frees its cached blocks and retries
-    // (CUDACachingAllocator.cpp, release_cached_blocks before raising OOM), so the
-    // reserved-but-free share of fragmentation does not stop a run.
-    Bytes needed = 0;
-    for (const MemoryBreakdown& m : p.stage_memory) needed = std::max(needed, m.allocated() + m.outside_allocator);
-    if (p.stage_memory.empty()) needed = p.peak_memory;
-    const bool fits = needed <= row.hardware.memory_capacity;
+    // A run that ran fitted its live tensors; fragmentation only made it retry (memory_needed_to_run).
+    const bool fits = memory_needed_to_run(p) <= row.hardware.memory_capacity;
     const bool better =
         !any || (fits && !best.fits) ||
         (fits == best.fits && (fits ? p.step_time < best.prediction.step_time : p.peak_memory < best.prediction.peak_memory));

@@ -53,6 +53,30 @@ TEST_CASE("predict prints the breakdowns and the documented JSON") {
   CHECK(j["workload"]["seq"] == 4096);
   CHECK(j["workload"]["global_batch"] == 64);
   CHECK(j["workload"]["dtype"] == "bf16");
+  CHECK(j["prediction"]["memory_fit"] == "fits");
+  CHECK_FALSE(contains(run_sixfold(kBase + "--gpus 8 --global-batch 64 --zero 1").output, "warning:"));
+}
+
+TEST_CASE("predict says when a layout does not fit, and when it fits only by the allocator's retries") {
+  const std::string llama = "predict --model llama3-8b --hardware a100-sxm-40g --gpus 8 --seq 8192 --zero 3 --global-batch 64 ";
+  Result oom = run_sixfold(llama + "--micro-batch 1");
+  CHECK(oom.code == 0);  // a prediction, with its warning
+  CHECK(contains(oom.output, "warning: out of memory: needs"));
+  CHECK(contains(oom.output, "the GPU has 40.00 GiB"));
+  CHECK(nlohmann::json::parse(run_sixfold(llama + "--micro-batch 1 --json").output)["prediction"]["memory_fit"] ==
+        "out_of_memory");
+  // Where the allocator's cache alone goes over, the live tensors fit: a slower run, not an OOM.
+  bool seen_retries = false;
+  for (int mb : {1, 2, 4, 8, 16}) {
+    const std::string cmd = "predict --model llama3-8b --hardware a100-sxm-80g --gpus 8 --seq 4096 --zero 3 --global-batch 128 "
+                            "--recompute full --framework torchtitan --micro-batch " + std::to_string(mb);
+    const auto j = nlohmann::json::parse(run_sixfold(cmd + " --json").output);
+    if (j["prediction"]["memory_fit"] != "allocator_retries") continue;
+    seen_retries = true;
+    CHECK(contains(run_sixfold(cmd).output, "cudaMalloc retries"));
+    break;
+  }
+  CHECK(seen_retries);
 }
 
 TEST_CASE("unknown model or hardware: usage error listing the names") {

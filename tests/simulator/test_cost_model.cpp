@@ -281,3 +281,34 @@ TEST_CASE("a GEMM takes at least the time to read its inputs and write its outpu
     CHECK(pricer.gemm_time(8192, 8192, 8192, 1) >= flops / hw.peak(d));
   }
 }
+
+TEST_CASE("a run fits, fits only by the allocator's retries, or runs out of memory, stage by stage") {
+  HardwareProfile hw;
+  hw.memory_capacity = 80 * kGiB;
+  auto stage = [](int index, double live_gib, double fragmentation_gib, double outside_gib) {
+    MemoryBreakdown m;
+    m.stage = index;
+    m.weights = Bytes(live_gib * kGiB);
+    m.fragmentation = Bytes(fragmentation_gib * kGiB);
+    m.outside_allocator = Bytes(outside_gib * kGiB);
+    return m;
+  };
+  auto prediction = [](std::vector<MemoryBreakdown> stages) {
+    Prediction p;
+    for (const MemoryBreakdown& m : stages) p.peak_memory = std::max(p.peak_memory, m.total());
+    p.stage_memory = std::move(stages);
+    return p;
+  };
+  const Prediction fits = prediction({stage(0, 60, 10, 2), stage(1, 50, 5, 2)});
+  CHECK(memory_fit(fits, hw) == MemoryFit::Fits);
+  // Stage 0 holds 85 GiB with its cache but 72 live: the allocator frees its cache and retries.
+  const Prediction retries = prediction({stage(0, 70, 13, 2), stage(1, 50, 5, 2)});
+  CHECK(memory_needed_to_run(retries) == doctest::Approx(72 * kGiB));
+  CHECK(memory_fit(retries, hw) == MemoryFit::AllocatorRetries);
+  CHECK(to_string(memory_fit(retries, hw)) == "allocator_retries");
+  // Stage 1's live tensors alone exceed the GPU, whatever stage 0 does.
+  const Prediction oom = prediction({stage(0, 40, 1, 2), stage(1, 79, 1, 2)});
+  CHECK(memory_needed_to_run(oom) == doctest::Approx(81 * kGiB));
+  CHECK(memory_fit(oom, hw) == MemoryFit::OutOfMemory);
+  CHECK(to_string(MemoryFit::OutOfMemory) == "out_of_memory");
+}

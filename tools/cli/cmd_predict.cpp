@@ -88,6 +88,7 @@ struct PredictCommand {
     out["layout"] = layout_json(s.layout);
       for (auto& [k, v] : j.items()) out[k] = v;
       out["prediction"]["expected_error"] = expected_error_json(s);
+      out["prediction"]["memory_fit"] = to_string(memory_fit(p, s.hardware));
       if (ops) out["ops"] = ops_json(listed);
       std::cout << out.dump(2) << "\n";
       return 0;
@@ -96,9 +97,7 @@ struct PredictCommand {
     std::cout << "layout: " << layout_line(s.layout) << " (" << p.micro_batches << (p.micro_batches == 1 ? " micro-batch)\n" : " micro-batches)\n");
     print_prediction(std::cout, p);
     print_expected_error(std::cout, s, p.step_time);
-    if (p.peak_memory > s.hardware.memory_capacity)
-      std::cout << "warning: needs " << p.peak_memory / kGiB << " GiB per GPU, the GPU has "
-                << s.hardware.memory_capacity / kGiB << " GiB\n";
+    print_memory_fit(std::cout, p, s.hardware);
     if (ops) print_ops(listed, p);
     return 0;
   }

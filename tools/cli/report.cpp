@@ -97,6 +97,27 @@ void print_prediction(std::ostream& out, const Prediction& p) {
   out << line;
 }
 
+void print_memory_fit(std::ostream& out, const Prediction& p, const HardwareProfile& hw) {
+  char line[512];
+  switch (memory_fit(p, hw)) {
+    case MemoryFit::Fits: return;
+    case MemoryFit::OutOfMemory:
+      std::snprintf(line, sizeof line,
+                    "warning: out of memory: needs %.2f GiB per GPU for live tensors and what lives outside PyTorch's "
+                    "allocator (%.2f GiB with the allocator's cache), the GPU has %.2f GiB\n",
+                    memory_needed_to_run(p) / kGiB, p.peak_memory / kGiB, hw.memory_capacity / kGiB);
+      break;
+    case MemoryFit::AllocatorRetries:
+      std::snprintf(line, sizeof line,
+                    "warning: %.2f GiB per GPU with the allocator's cache, the GPU has %.2f GiB: the live tensors "
+                    "(%.2f GiB with what lives outside the allocator) fit, but PyTorch's caching allocator will free its cache and "
+                    "retry allocations (cudaMalloc retries), which is slower than this prediction\n",
+                    p.peak_memory / kGiB, hw.memory_capacity / kGiB, memory_needed_to_run(p) / kGiB);
+      break;
+  }
+  out << line;
+}
+
 void print_expected_error(std::ostream& out, const Scenario& s, Seconds step_time) {
   if (auto band = expected_error(builtin_residual_runs(), s.work.framework, s.hardware.name, s.gpus))
     out << "step " << format_seconds(step_time) << ", " << describe(*band) << "\n";

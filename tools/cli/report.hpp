@@ -22,6 +22,8 @@ bool stdout_is_terminal();
 // "step 50.7 s, expect +-6% (23 similar measured runs: ...)" from the out-of-source residuals of
 // the measured runs most like this one (simulator/fit/error_band.hpp); nothing when none are built in.
 void print_expected_error(std::ostream& out, const Scenario& s, Seconds step_time);
+// A warning where the prediction does not fit the GPU, or fits only by the allocator's retries.
+void print_memory_fit(std::ostream& out, const Prediction& p, const HardwareProfile& hw);
 // {"pct", "runs", "basis"} or null.
 nlohmann::ordered_json expected_error_json(const Scenario& s);
 
