@@ -65,6 +65,10 @@ TEST_CASE("predict says when a layout does not fit, and when it fits only by the
   CHECK(contains(oom.output, "the GPU has 40.00 GiB"));
   CHECK(nlohmann::json::parse(run_sixfold(llama + "--micro-batch 1 --json").output)["prediction"]["memory_fit"] ==
         "out_of_memory");
+  // simulate says the same of the same layout.
+  const std::string sim = "simulate" + llama.substr(std::string("predict").size()) + "--micro-batch 1";
+  CHECK(contains(run_sixfold(sim).output, "warning: out of memory: needs"));
+  CHECK(nlohmann::json::parse(run_sixfold(sim + " --json").output)["prediction"]["memory_fit"] == "out_of_memory");
   // Where the allocator's cache alone goes over, the live tensors fit: a slower run, not an OOM.
   bool seen_retries = false;
   for (int mb : {1, 2, 4, 8, 16}) {

@@ -30,6 +30,7 @@ struct SimulateCommand {
     out["simulated"] = true;
     const nlohmann::ordered_json predicted = prediction_json(r.prediction);
     for (const auto& [k, v] : predicted.items()) out[k] = v;
+    out["prediction"]["memory_fit"] = to_string(memory_fit(r.prediction, s.hardware));  // as predict's
     out["closed_form_step_time_s"] = closed.step_time;
     out["bottleneck_stage"] = r.bottleneck_stage;
     nlohmann::ordered_json stages = nlohmann::ordered_json::array();
@@ -95,6 +96,7 @@ struct SimulateCommand {
                 << std::setprecision(2) << std::setw(11) << st.peak_in_flight << std::setw(11) << st.peak_memory / kGiB
                 << std::defaultfloat << "\n";
     }
+    print_memory_fit(std::cout, r.prediction, s.hardware);
     if (!trace.empty()) std::cout << "trace: " << trace << " (open in https://ui.perfetto.dev)\n";
     return 0;
   }
