@@ -462,6 +462,12 @@ bool p2p_overlapped(const Workload& work, const Layout& layout) {
          layout.schedule == Schedule::Interleaved && layout.vpp > 1;
 }
 
+bool bf16_optimizer_runs(const Workload& work, const Layout& layout) {
+  const bool deepspeed = work.framework == Framework::DeepSpeed || work.framework == Framework::DeepSpeedLegacy;
+  if (!deepspeed || !work.bf16_optimizer || work.dtype != Dtype::BF16) return false;
+  return layout.zero == 0 || (layout.zero == 1 && layout.pp > 1 && work.pipeline_bf16_stage0_only);
+}
+
 bool parse_adam_moments(const std::string& s) {
   static const std::pair<const char*, bool> t[] = {{"fp32", false}, {"bf16", true}};
   return parse_enum(s, "adam moments dtype", t);

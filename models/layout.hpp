@@ -243,6 +243,13 @@ struct Workload {
   // --no-overlap-p2p-communication). Non-interleaved 1F1B always blocks (arguments.py turns it
   // off), as does DeepSpeed's pipeline engine. See p2p_overlapped().
   bool overlap_p2p_comm = true;
+  // DeepSpeed has its BF16_Optimizer (bf16_optimizer_runs()); the validator turns this off for
+  // rows dated before it existed (2022-04).
+  bool bf16_optimizer = true;
+  // From 2022-04 until DeepSpeed PR #3399 (commit dcb4a7d, 2023-05-02, "Add ZeRO 1 support to PP for
+  // BF16") the pipeline engine ran bf16 at ZeRO stage 0 only: a ZeRO-1 pipeline row of that time is
+  // the BF16_Optimizer's own partitioning (the validator sets this for such rows).
+  bool pipeline_bf16_stage0_only = false;
   // MoE all-to-all hidden behind the compute of another micro-batch (Megatron-Core's
   // --overlap-moe-expert-parallel-comm, off by default; DeepSeek-V3's DualPipe, its report section
   // 3.2.1): the dispatch and combine pay only what the compute cannot cover and their hiding cost.
@@ -335,6 +342,17 @@ CrossEntropy cross_entropy_of(const Workload& work);
 // Whether pipeline sends hide behind the next chunk's compute instead of blocking the stage:
 // Megatron's interleaved schedule with overlap_p2p_comm.
 bool p2p_overlapped(const Workload& work, const Layout& layout);
+// DeepSpeed's BF16_Optimizer, which its engine runs for bf16 at ZeRO stage 0 (engine.py
+// _do_optimizer_sanity_check: gradients accumulate in fp32 unless ZeRO is on; since PR #1801,
+// commit 56c5223, 2022-04-19, "bf16+pipeline parallelism"; at ZeRO stage 1 it takes DeepSpeed's ZeRO
+// optimizer unless grad_accum_dtype is fp32, and before #3399 pipelines ran bf16 at stage 0 only,
+// see Workload::pipeline_bf16_stage0_only). Like ZeRO-1 it partitions the fp32 weights and Adam
+// moments over the data-parallel ranks. Every parameter keeps an fp32 gradient beside its bf16 one (bf16_optimizer.py, fp32_groups_gradients_flat, the
+// stage's whole parameters), each micro-batch's bf16 gradients are added into it after that
+// micro-batch's backward (update_hp_grads: hp_grad.add_(lp.grad.to(fp32)), a cast and an add per
+// parameter tensor), and the data-parallel reduction all-reduces the fp32 gradients
+// (_bf16_reduce_grads) before each rank updates its partition and the bf16 weights are gathered.
+bool bf16_optimizer_runs(const Workload& work, const Layout& layout);
 bool parse_adam_moments(const std::string& s);  // "fp32" -> false, "bf16" -> true
 Count bytes_per_element(Dtype d);  // matrix-input width: fp8 1, bf16/fp16 2, fp32/tf32 4
 

@@ -98,6 +98,16 @@ Op memory(const char* name, OpClass c, Bytes bytes) {
   return op;
 }
 
+// DeepSpeed's BF16_Optimizer after each micro-batch's backward (bf16_optimizer_runs): for every
+// parameter tensor a cast of its bf16 gradient to fp32 (read 2 bytes, write 4) and an add into its
+// fp32 gradient (read 4 + 4, write 4), 18 bytes a parameter and two kernels a tensor.
+void add_fp32_grad_accumulation(std::vector<Op>& backward, Count params, int tensors) {
+  Op op = memory("grad_accumulate_fp32", OpClass::Elementwise, Bytes(18 * double(params)));
+  op.kernels = 2 * tensors;
+  op.backward = true;
+  backward.push_back(op);
+}
+
 Op collective(const char* name, Group g, Collective c, Bytes message, int size) {
   return collective_op(name, g, c, message, size);
 }
@@ -735,8 +745,16 @@ LayerProgram make_layer(const ModelSpec& m, const Layout& l, const Workload& w, 
   } else {
     lp.dense_params += mlp(m.ffn / l.tp);
   }
+  if (bf16_optimizer_runs(w, l)) {
+    // Norm weights (and LayerNorm's biases), and the linear layers' biases, besides the matrices.
+    const int norms = 2 * (m.norm == NormKind::LayerNorm ? 2 : 1) + (m.qk_norm ? 2 : 0);
+    const int biases = m.linear_bias ? 4 : (m.qkv_bias ? 1 : 0);
+    add_fp32_grad_accumulation(lp.backward, lp.dense_params + lp.expert_params,
+                               weight_matrices_per_layer(m, l, moe) + norms + biases);
+  }
   return lp;
 }
+
 
 // The names of one output head's ops: the model's own, or a multi-token-prediction depth's.
 struct HeadNames {
@@ -904,10 +922,20 @@ StageEdges make_edges(const ModelSpec& m, const Layout& l, const Workload& w, co
     st.post_backward.push_back(metrics);
   }
   if (last) add_mtp(st, first, m, l, w, d, parts);
+  if (bf16_optimizer_runs(w, l)) {  // the embedding (and learned positions); the head and final norm
+    if (first) add_fp32_grad_accumulation(st.pre_backward, st.dense_params, m.learned_positions ? 2 : 1);
+    if (last) add_fp32_grad_accumulation(st.post_backward, st.dense_params, m.norm == NormKind::LayerNorm ? 3 : 2);
+  }
   return st;
 }
 
 }  // namespace
+
+int weight_matrices_per_layer(const ModelSpec& m, const Layout& l, bool moe) {
+  const int attention = m.mla.enabled ? 5 : 2;
+  if (!moe) return attention + 2;
+  return attention + 1 + 2 * (m.moe.num_experts / std::max(1, l.ep) + m.moe.shared_experts);
+}
 
 std::shared_ptr<const ProgramParts> program_parts(const ModelSpec& m, const Layout& l, const Workload& w) {
   const Dims d = make_dims(m, l, w);
@@ -951,10 +979,12 @@ size_t first_same_stage(const StepProgram& prog, size_t s) {
   return i;
 }
 
-bool same_program_parts(const Layout& a, const Layout& b) {
+bool same_program_parts(const Layout& a, const Layout& b, const Workload& work) {
+  // DeepSpeed's BF16_Optimizer adds an op to each backward at some ZeRO stages (bf16_optimizer_runs).
   return a.tp == b.tp && a.cp == b.cp && a.ep == b.ep && a.etp == b.etp && a.sp == b.sp &&
          a.micro_batch == b.micro_batch && a.recompute == b.recompute && a.recompute_modules == b.recompute_modules &&
-         a.partial_recompute() == b.partial_recompute() && (a.pp == 1) == (b.pp == 1);
+         a.partial_recompute() == b.partial_recompute() && (a.pp == 1) == (b.pp == 1) &&
+         bf16_optimizer_runs(work, a) == bf16_optimizer_runs(work, b);
 }
 
 StepProgram expand_step_program(const ModelSpec& m, const Layout& l, const Workload& w) {

@@ -172,8 +172,9 @@ StepProgram expand_step_program(const ModelSpec& model, const Layout& layout, co
                                 std::shared_ptr<const ProgramParts> parts);
 // Whether two layouts have the same program parts, their ops' groups placed the same way: the
 // fields make_layer, the stage edges (whether the pipeline has one stage) and the groups of the
-// layer and edge ops (TP, CP, EP, expert TP; rank_mesh) depend on.
-bool same_program_parts(const Layout& a, const Layout& b);
+// layer and edge ops (TP, CP, EP, expert TP; rank_mesh) depend on, and for `work` whether DeepSpeed's
+// BF16_Optimizer runs (bf16_optimizer_runs, which reads the ZeRO stage).
+bool same_program_parts(const Layout& a, const Layout& b, const Workload& work);
 // The first stage of the program that runs the same work as stage s (s itself if none before it):
 // what a per-stage price can be copied from.
 size_t first_same_stage(const StepProgram& program, size_t s);
@@ -185,6 +186,12 @@ Op collective_op(const char* name, Group g, Collective c, Bytes message, int siz
 // measurements use: "s<stage>.<part>.<pass>.<index>.<name>", e.g. "s0.dense.fwd.03.qkv_proj".
 // part: embed, dense, moe, head or pp; pass: fwd or bwd; index: the op's place in its list (two digits).
 std::string op_id(int stage, const char* part, const char* pass, size_t index, const char* name);
+
+// Weight matrices of one layer on this rank, the unit DeepSpeed's ZeRO-3 gathers one at a time: the
+// attention projections (Megatron fuses QKV; MLA has five) and the MLP's two (gate and up fused);
+// MoE layers have each local expert's two, the shared experts' and the router. Biases and norms
+// not counted.
+int weight_matrices_per_layer(const ModelSpec& model, const Layout& layout, bool moe);
 
 std::string to_string(OpClass c);
 std::string to_string(Group g);

@@ -108,7 +108,7 @@ Bytes peak_or_bound(const PlanRequest& rq, const Layout& l, const StepProgram& p
 // What the meshes of one layer shape (tp, cp, ep, etp) share, per program key: the program parts
 // (layer programs and stage edges) and their prices. Meshes of a shape differ in dp, pp and the
 // stage split, which change none of them but for pp = 1 against pp > 1 (same_program_parts,
-// layer_list_costs, edge_costs).
+// layer_list_costs, edge_costs), and where DeepSpeed's BF16_Optimizer runs at one ZeRO stage and not another.
 class ShapeCache {
  public:
   struct Entry {
@@ -121,7 +121,7 @@ class ShapeCache {
   void clear() { entries_.clear(); }
   Entry& at(const PlanRequest& rq, const Layout& l) {
     for (Entry& e : entries_)
-      if (same_program_parts(e.shape, l) && e.shape.tp_overlap == l.tp_overlap) return e;
+      if (same_program_parts(e.shape, l, rq.work) && e.shape.tp_overlap == l.tp_overlap) return e;
     entries_.push_back({l, program_parts(rq.model, l, rq.work), false, {}, {}});
     return entries_.back();
   }
@@ -219,10 +219,22 @@ void search_mesh(const PlanRequest& rq, Bytes budget, const Mesh& mesh, ShapeCac
           }
           continue;
         }
-        const Layout first = make_layout(mesh, k, vs.front());
-        ShapeCache::Entry& shape = cache.at(rq, first);
-        const StepProgram shared = expand_step_program(rq.model, first, rq.work, shape.parts);
-        std::optional<std::vector<StageOps>> ops;  // priced at the first variant that fits, shared by the rest
+        // The variants' program, one per set of program parts among them (variants differ in the
+        // ZeRO stage, which DeepSpeed's BF16_Optimizer tells apart: same_program_parts), with its ops
+        // priced at the first variant of the class that fits and shared by the rest.
+        struct Shared {
+          ShapeCache::Entry* shape;
+          StepProgram prog;
+          std::optional<std::vector<StageOps>> ops;
+        };
+        std::deque<Shared> shared_programs;  // a deque: entries stay where they are as it grows
+        auto shared_for = [&](const Layout& l) -> Shared& {
+          for (Shared& s : shared_programs)
+            if (same_program_parts(s.shape->shape, l, rq.work)) return s;
+          ShapeCache::Entry& shape = cache.at(rq, l);
+          shared_programs.push_back({&shape, expand_step_program(rq.model, l, rq.work, shape.parts), std::nullopt});
+          return shared_programs.back();
+        };
         // stage_times only depends on the variant's zero stage, DP overlap and virtual stages.
         struct TimeKey { int zero; DpOverlap ov; int v; std::vector<StageTime> st; };
         std::vector<TimeKey> time_cache;
@@ -233,10 +245,13 @@ void search_mesh(const PlanRequest& rq, Bytes budget, const Mesh& mesh, ShapeCac
             continue;
           }
           const Layout l = make_layout(mesh, k, vs[i]);
+          Shared& shared = shared_for(l);
+          ShapeCache::Entry& shape = *shared.shape;
+          std::optional<std::vector<StageOps>>& ops = shared.ops;
           // Which layers block recompute keeps depends on the virtual stages: its own program.
           std::optional<StepProgram> own;
           if (l.partial_recompute()) own = expand_step_program(rq.model, l, rq.work, shape.parts);
-          const StepProgram& prog = own ? *own : shared;
+          const StepProgram& prog = own ? *own : shared.prog;
           const Bytes peak = peak_or_bound(rq, l, prog, budget, out.closest);
           ++out.memory_checked;
           if (peak > budget) {

@@ -8,18 +8,6 @@
 
 namespace sixfold {
 
-namespace {
-// Weights of one layer, the unit DeepSpeed's ZeRO-3 gathers one at a time: the attention
-// projections (Megatron fuses QKV; MLA has five) and the MLP's two (gate and up fused); MoE layers
-// have each local expert's two and the router. Biases and norms stay resident (under DeepSpeed's
-// stage3_param_persistence_threshold of 1e5 elements).
-int weights_per_layer(const ModelSpec& m, const Layout& l, bool moe) {
-  const int attention = m.mla.enabled ? 5 : 2;
-  if (!moe) return attention + 2;
-  return attention + 1 + 2 * (m.moe.num_experts / std::max(1, l.ep) + m.moe.shared_experts);
-}
-}  // namespace
-
 DpOps dp_ops(const ModelSpec& model, const Workload& work, const Layout& l, const StageProgram& st,
              Count micro_batches) {
   const FrameworkTraits fw = framework_traits(work.framework);
@@ -28,11 +16,15 @@ DpOps dp_ops(const ModelSpec& model, const Workload& work, const Layout& l, cons
   // group sizes; where they sit on nodes matters only to the price, dp_op_time).
   const int dense_group_size = place_gradient_group(l, 1).size;
   const int expert_group_size = place_group(Group::ExpertData, l, 1).size;
-  const Bytes dense_grads = double(st.dense_params) * sb.gradient;
-  const Bytes expert_grads = double(st.expert_params) * sb.gradient;
+  // DeepSpeed's BF16_Optimizer all-reduces its fp32 gradients, ZeRO-1 partition or not
+  // (bf16_optimizer_runs; pipe/engine.py _bf16_reduce_grads).
+  const bool bf16_optimizer = bf16_optimizer_runs(work, l);
+  const Bytes gradient = bf16_optimizer ? 4 : sb.gradient;
+  const Bytes dense_grads = double(st.dense_params) * gradient;
+  const Bytes expert_grads = double(st.expert_params) * gradient;
   const Bytes dense_weights = double(st.dense_params) * sb.weight;
   const Bytes expert_weights = double(st.expert_params) * sb.weight;
-  const Collective grad_op = l.zero == 0 ? Collective::AllReduce : Collective::ReduceScatter;
+  const Collective grad_op = l.zero == 0 || bf16_optimizer ? Collective::AllReduce : Collective::ReduceScatter;
   const int layers = std::max(1, st.layers);
   const Count m = micro_batches;
 
@@ -46,8 +38,10 @@ DpOps dp_ops(const ModelSpec& model, const Workload& work, const Layout& l, cons
                        : layers;
     d.gathers = layers;
     if (fw.zero3_gather_per_tensor)
-      d.gathers = std::max(layers, st.dense_layers * weights_per_layer(model, l, false) +
-                                       st.moe_layers * weights_per_layer(model, l, true));
+      // Per weight matrix (weight_matrices_per_layer); biases and norms stay resident under
+      // DeepSpeed's stage3_param_persistence_threshold (1e5 elements).
+      d.gathers = std::max(layers, st.dense_layers * weight_matrices_per_layer(model, l, false) +
+                                       st.moe_layers * weight_matrices_per_layer(model, l, true));
     if (fw.zero3_regathers_for_recompute && l.recompute == Recompute::Full) d.backward_gather_passes = 2;
     // Legacy DeepSpeed reduce-scatters each weight's gradient on its own, like its gathers.
     d.synchronous = fw.zero3_synchronous;
@@ -93,14 +87,14 @@ DpOps dp_ops(const ModelSpec& model, const Workload& work, const Layout& l, cons
   // AdamW over this rank's shard: reads the master weights (the weights in fp32 training), the
   // gradient and both moments, writes the master, the moments and the low-precision copy
   // (28-30 bytes per parameter with fp32 moments).
-  const Count shard = l.zero >= 1 ? Count(l.dp) * l.cp : 1;
+  const Count shard = l.zero >= 1 || bf16_optimizer ? Count(l.dp) * l.cp : 1;  // BF16_Optimizer partitions at stage 0 too
   const double params = double(st.dense_params + st.expert_params) / double(shard);
   const Bytes master = sb.master > 0 ? sb.master : sb.weight;
   Op step;
   step.name = "optimizer_step";
   step.kind = OpKind::Memory;
   step.op_class = OpClass::Optimizer;
-  step.bytes = params * (2 * master + sb.gradient + 2 * sb.optimizer + (sb.master > 0 ? sb.weight : 0));
+  step.bytes = params * (2 * master + gradient + 2 * sb.optimizer + (sb.master > 0 ? sb.weight : 0));
   d.ops.push_back({step, DpRole::Optimizer, false, 1});
   return d;
 }

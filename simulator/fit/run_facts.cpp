@@ -100,7 +100,9 @@ enum class Setting {
   PipelineKeepsOutputs,
   PipelineMicroBatchPerStage,
   PipelineMicroBatchOfOne,
-  TpOverlap
+  TpOverlap,
+  Bf16Optimizer,
+  PipelineBf16Stage0Only
 };
 
 // What a codebase did by default in [from, until) (yyyymm; 0 = open). "*" is every codebase.
@@ -140,6 +142,18 @@ const DatedDefault kDatedDefaults[] = {
     {"megatron-lm", 202501, 0, Setting::ModelFlopsCausalHalved, true, 1, 3,
      "Megatron-LM's training.py num_floating_point_operations counts causal attention at half ('seq_length / 2 "
      "# causal mask') since 2025; Megatron-Bridge's tables follow it"},
+    {"*", 0, 0, Setting::Bf16Optimizer, true, 1, 3,
+     "DeepSpeed's pipeline engine runs bf16 through its BF16_Optimizer (deepspeed/runtime/pipe/engine.py "
+     "_exec_backward_pass -> update_hp_grads; bf16_optimizer.py); only DeepSpeed's codebases read it"},
+    {"deepspeed", 0, 202204, Setting::Bf16Optimizer, false, 1, 3,
+     "DeepSpeed's pipeline engine gained its bf16 path, the BF16_Optimizer with fp32 gradient accumulation, in "
+     "PR #1801 (commit 56c5223, 2022-04-19); before it no BF16_Optimizer existed (bf16_optimizer_runs)"},
+    {"megatron-deepspeed", 0, 202204, Setting::Bf16Optimizer, false, 1, 3, "as deepspeed"},
+    {"deepspeed", 202204, 202305, Setting::PipelineBf16Stage0Only, true, 2, 1,
+     "from #1801 until PR #3399 (commit dcb4a7d, 2023-05-02, 'Add ZeRO 1 support to PP for BF16') the pipeline "
+     "engine raised NotImplementedError for bf16 at ZeRO stage 1 (pipe/engine.py _exec_reduce_grads): a ZeRO-1 "
+     "bf16 pipeline of that time is the BF16_Optimizer's partitioning at stage 0 (BLOOM's tr11: ZERO_STAGE=0)"},
+    {"megatron-deepspeed", 202204, 202305, Setting::PipelineBf16Stage0Only, true, 2, 1, "as deepspeed"},
     {"deepspeed", 0, 202107, Setting::Zero3Synchronous, true, 1, 3,
      "DeepSpeed's ZeRO-3 synchronised the GPU before every parameter gather until PR #1188 (2021-06; issue #1069)"},
     {"megatron-deepspeed", 0, 202107, Setting::Zero3Synchronous, true, 1, 3, "as deepspeed"},
@@ -337,6 +351,8 @@ RunSettings run_settings(const RunFacts& f, int pp, int zero) {
   // no such option.
   s.has_every_recompute = f.codebase == "torchtitan";
   s.overlap_p2p_comm = dated_default(f, Setting::P2pOverlap, pp, zero);
+  s.bf16_optimizer = dated_default(f, Setting::Bf16Optimizer, pp, zero);
+  s.pipeline_bf16_stage0_only = dated_default(f, Setting::PipelineBf16Stage0Only, pp, zero);
   s.pp_keeps_stage_outputs = dated_default(f, Setting::PipelineKeepsOutputs, pp, zero);
   using PMB = RunSettings::PipelineMicroBatches;
   s.pipeline_micro_batches = dated_default(f, Setting::PipelineMicroBatchOfOne, pp, zero)      ? PMB::PerSequence

@@ -68,6 +68,9 @@ struct RunSettings {
   bool has_every_recompute = false;
   // Pipeline sends overlap compute under Megatron's interleaved schedule (Workload::overlap_p2p_comm).
   bool overlap_p2p_comm = true;
+  // DeepSpeed's BF16_Optimizer existed at the row's date (Workload::bf16_optimizer).
+  bool bf16_optimizer = true;
+  bool pipeline_bf16_stage0_only = false;  // Workload::pipeline_bf16_stage0_only
   // The pipeline's last stage keeps every micro-batch's output (Workload::pp_keeps_stage_outputs).
   bool pp_keeps_stage_outputs = false;
   // The global batch is dp x the stated local batch, and a pipeline splits that local batch into

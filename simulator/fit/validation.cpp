@@ -284,6 +284,8 @@ Scenario scenario_from_row(const CsvTable& t, size_t r, const HardwareLookup& lo
   s.work.cross_entropy = settings.cross_entropy;
   s.work.train_metric_passes = settings.train_metric_passes;
   s.work.overlap_p2p_comm = settings.overlap_p2p_comm;
+  s.work.bf16_optimizer = settings.bf16_optimizer;
+  s.work.pipeline_bf16_stage0_only = settings.pipeline_bf16_stage0_only;
   s.work.pp_keeps_stage_outputs = settings.pp_keeps_stage_outputs;
   s.work.overlap_moe_ep_comm = settings.overlap_moe_ep_comm;
   s.work.deepep_dispatch = settings.deepep_dispatch && m.moe.enabled();

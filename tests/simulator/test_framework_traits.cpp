@@ -16,6 +16,7 @@
 #include "simulator/overlap_rules.hpp"
 #include "simulator/hardware_profile.hpp"
 #include "simulator/step_simulator.hpp"
+#include "simulator/fit/run_facts.hpp"
 
 using namespace sixfold;
 
@@ -700,4 +701,84 @@ TEST_CASE("under SP Megatron gathers each column-parallel GEMM's saved input aga
       head_regathers += std::string_view(op.name) == "head_regather";
     CHECK(head_regathers == (megatron ? 1 : 0));
   }
+}
+
+TEST_CASE("DeepSpeed's bf16 at ZeRO stage 0 runs the BF16_Optimizer: an fp32 gradient per parameter, added to every micro-batch, all-reduced in fp32") {
+  const ModelSpec m = load_model("gpt-18b");
+  Layout l = data_parallel(4, 0, 1, Recompute::Full);
+  l.pp = 2;
+  Workload w = work(2048, 64, Framework::DeepSpeed);
+  w.dtype = Dtype::BF16;
+  auto accumulate = [](const std::vector<Op>& ops) -> const Op* {
+    for (const Op& op : ops)
+      if (std::string_view(op.name) == "grad_accumulate_fp32") return &op;
+    return nullptr;
+  };
+  REQUIRE(bf16_optimizer_runs(w, l));
+  const StepProgram prog = expand_step_program(m, l, w);
+  // Each layer's backward ends with the cast and add over its parameters: 18 bytes each.
+  const Op* layer = accumulate(prog.dense_layer().backward);
+  REQUIRE(layer);
+  CHECK(layer->bytes == doctest::Approx(18.0 * double(prog.dense_layer().dense_params)));
+  CHECK(layer->kernels == 2 * (weight_matrices_per_layer(m, l, false) + 4 + 4));  // GPT: LayerNorms and biases
+  // The embedding's gradient on the first stage, the head's on the last, every micro-batch too.
+  CHECK(accumulate(prog.stages.front().edges->pre_backward));
+  CHECK(accumulate(prog.stages.back().edges->post_backward));
+  // The reduction is an all-reduce of fp32 gradients.
+  const DpOps dp = dp_ops(m, w, l, prog.stages[0], prog.micro_batches);
+  const Op& reduce = dp.ops.front().op;
+  CHECK(std::string_view(reduce.name) == "grad_reduce");
+  CHECK(reduce.collective == Collective::AllReduce);
+  CHECK(reduce.message * dp.reductions == doctest::Approx(4.0 * double(prog.stages[0].dense_params)));
+
+  // Not at ZeRO stage 1 (DeepSpeed's ZeRO optimizer), unless a pipeline of 2022-04..2023-05, which ran
+  // bf16 at stage 0 only; not with fp16 (FP16_Optimizer), before the optimizer existed, or for Megatron.
+  Layout zero1 = l;
+  zero1.zero = 1;
+  Workload then = w;
+  then.pipeline_bf16_stage0_only = true;
+  CHECK(bf16_optimizer_runs(then, zero1));
+  Workload fp16 = w;
+  fp16.dtype = Dtype::FP16;
+  Workload before = w;
+  before.bf16_optimizer = false;
+  Workload megatron = w;
+  megatron.framework = Framework::Megatron;
+  for (const auto& [wk, lay] : {std::pair{w, zero1}, std::pair{fp16, l}, std::pair{before, l}, std::pair{megatron, l}}) {
+    CHECK_FALSE(bf16_optimizer_runs(wk, lay));
+    CHECK_FALSE(accumulate(expand_step_program(m, lay, wk).dense_layer().backward));
+  }
+  // Program parts are not shared between stage 0 and stage 2 layouts of the same shape.
+  Layout zero2 = l;
+  zero2.zero = 2;
+  CHECK_FALSE(same_program_parts(l, zero2, w));
+  CHECK(same_program_parts(l, zero2, megatron));
+  // The pass costs time: the same layout is slower with it.
+  const HardwareProfile hw = load_hardware("a100-sxm-80g");
+  CHECK(predict(m, hw, w, l).step_time > predict(m, hw, before, l).step_time);
+  // Memory: bf16 and fp32 gradients whole (6 bytes a parameter), fp32 weights and moments
+  // partitioned over dp at stage 0, as the 2022 pipelines' "ZeRO-1" rows were.
+  const Prediction z0 = predict(m, hw, w, l), z1 = predict(m, hw, then, zero1);
+  const double params = double(prog.stages[0].dense_params);
+  CHECK(z0.stage_memory[0].gradients == doctest::Approx(6.0 * params));
+  CHECK(z0.stage_memory[0].master_weights == doctest::Approx(z1.stage_memory[0].master_weights));
+  CHECK(z0.stage_memory[0].master_weights == doctest::Approx(4.0 * params / 4).epsilon(1e-6));
+}
+
+TEST_CASE("a DeepSpeed row dated before the BF16_Optimizer (DeepSpeed #1801, 2022-04) is priced without it") {
+  auto runs = [](const std::string& codebase, const std::string& date) {
+    return run_settings(parse_run_facts(codebase, date, "fused-softmax", "0", ""), 12, 1).bf16_optimizer;
+  };
+  CHECK_FALSE(runs("megatron-deepspeed", "2022-01"));
+  CHECK(runs("megatron-deepspeed", "2022-05"));
+  CHECK(runs("megatron-deepspeed", ""));  // undated: as DeepSpeed runs today
+  CHECK_FALSE(runs("deepspeed", "2021-10"));
+  // A bf16 ZeRO-1 pipeline between #1801 and #3399 (2023-05) ran at stage 0, through the optimizer.
+  auto stage0_only = [](const std::string& date, int pp) {
+    return run_settings(parse_run_facts("megatron-deepspeed", date, "", "", ""), pp, 1).pipeline_bf16_stage0_only;
+  };
+  CHECK(stage0_only("2022-06", 12));
+  CHECK_FALSE(stage0_only("2022-06", 1));
+  CHECK_FALSE(stage0_only("2023-06", 12));
+  CHECK_FALSE(stage0_only("", 12));
 }
