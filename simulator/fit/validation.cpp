@@ -349,6 +349,7 @@ ValidationReport validate_runs(const CsvTable& t, const ValidationOptions& opt) 
       s.work.cross_entropy = fill.compile ? run.compiled_cross_entropy : run.cross_entropy;
       row.scenario = s;
       row.predicted_to_fit = fill.fits;
+      row.memory_fit = memory_fit(fill.prediction, s.hardware);
       Prediction p = fill.prediction;
       if (opt.null_model) {
         p.step_time = null_model_step_time(s);

@@ -38,6 +38,9 @@ struct RowResult {
   Scenario scenario;
   std::map<std::string, double> measured, predicted, error_pct;  // signed % error per metric
   bool predicted_to_fit = true;
+  // Fits with the allocator's cache, only by its retries, or not (memory_fit; out_of_memory is
+  // !predicted_to_fit).
+  MemoryFit memory_fit = MemoryFit::Fits;
   // The band `predict` prints for this scenario ("expect +-X%"), from the built-in out-of-source
   // residuals; nullopt for the null model or without enough residuals.
   std::optional<double> expected_error_pct;

@@ -103,6 +103,16 @@ struct ValidateCommand {
     for (const auto& row : rep.rows)
       if (row.scored && !row.predicted_to_fit) misfits += (misfits.empty() ? "" : ", ") + row.id;
     std::printf("  predicted not to fit: %d%s\n", rep.rows_not_fitting(), misfits.empty() ? "" : (" (" + misfits + ")").c_str());
+    // Rows whose live tensors fit but not the allocator's cache: they ran with cudaMalloc retries,
+    // which the prediction does not price.
+    std::string retries;
+    int retried = 0;
+    for (const auto& row : rep.rows)
+      if (row.scored && row.memory_fit == MemoryFit::AllocatorRetries)
+        retries += (retries.empty() ? "" : ", ") + row.id, ++retried;
+    if (retried > 0)
+      std::printf("  predicted to fit only by the allocator's retries (slower than priced): %d (%s)\n", retried,
+                  retries.c_str());
     for (const auto& [reason, count] : rep.skip_reasons) std::printf("  skipped %4d: %s\n", count, reason.c_str());
     // How each kind of field was filled or read, in the words a user would check it by.
     const std::map<std::string, std::string> how = {
@@ -170,6 +180,7 @@ struct ValidateCommand {
       r["scored"] = row.scored;
       if (!row.scored) r["skip_reason"] = row.skip_reason;
       if (row.scored) r["predicted_to_fit"] = row.predicted_to_fit;
+      if (row.scored) r["memory_fit"] = to_string(row.memory_fit);
       r["measured"] = row.measured;
       r["predicted"] = row.predicted;
       r["error_pct"] = row.error_pct;
