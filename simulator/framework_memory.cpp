@@ -109,13 +109,12 @@ FrameworkStageMemory framework_stage_memory(const ModelSpec& model, const Worklo
     case Framework::DeepSpeed:
     case Framework::DeepSpeedLegacy: {
       if (bf16_optimizer_runs(work, l)) {
-        // bf16_optimizer.py (BF16_Optimizer, which the pipeline engine runs under bf16 at ZeRO stage
-        // 0 or 1): bf16 weights and their gradients whole, an fp32 gradient for every parameter of
-        // the stage (fp32_groups_gradients_flat), the fp32 weights and Adam moments partitioned over
-        // the data-parallel ranks at either stage; no ZeRO ipg bucket. After the backward the
-        // pipeline engine all-reduces the fp32 gradients through flattened buffers of
-        // MEMORY_OPT_ALLREDUCE_SIZE (5e8) elements (pipe/engine.py _bf16_reduce_grads,
-        // buffered_allreduce_fallback).
+        // bf16_optimizer.py (BF16_Optimizer, which DeepSpeed runs for bf16 at ZeRO stage 0;
+        // bf16_optimizer_runs): bf16 weights and their gradients whole, an fp32 gradient for every
+        // parameter of the stage (fp32_groups_gradients_flat), the fp32 weights and Adam moments
+        // partitioned over the data-parallel ranks; no ZeRO ipg bucket. After the backward the engine
+        // all-reduces the fp32 gradients through flattened buffers of MEMORY_OPT_ALLREDUCE_SIZE (5e8)
+        // elements (pipe/engine.py _bf16_reduce_grads, buffered_allreduce_fallback).
         f.gradients = (double(sb.gradient) + 4.0) * double(stage_params);
         f.master_weights = double(sb.master) * double(sharded_params);
         f.optimizer_states = double(sb.optimizer) * double(sharded_params);

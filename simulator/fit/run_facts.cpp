@@ -143,11 +143,12 @@ const DatedDefault kDatedDefaults[] = {
      "Megatron-LM's training.py num_floating_point_operations counts causal attention at half ('seq_length / 2 "
      "# causal mask') since 2025; Megatron-Bridge's tables follow it"},
     {"*", 0, 0, Setting::Bf16Optimizer, true, 1, 3,
-     "DeepSpeed's pipeline engine runs bf16 through its BF16_Optimizer (deepspeed/runtime/pipe/engine.py "
-     "_exec_backward_pass -> update_hp_grads; bf16_optimizer.py); only DeepSpeed's codebases read it"},
+     "DeepSpeed runs bf16 at ZeRO stage 0 through its BF16_Optimizer (engine.py _do_optimizer_sanity_check; "
+     "pipe/engine.py _exec_backward_pass -> update_hp_grads; bf16_optimizer.py); only DeepSpeed's codebases "
+     "read it (bf16_optimizer_runs)"},
     {"deepspeed", 0, 202204, Setting::Bf16Optimizer, false, 1, 3,
-     "DeepSpeed's pipeline engine gained its bf16 path, the BF16_Optimizer with fp32 gradient accumulation, in "
-     "PR #1801 (commit 56c5223, 2022-04-19); before it no BF16_Optimizer existed (bf16_optimizer_runs)"},
+     "the BF16_Optimizer, with its fp32 gradient accumulation, came with DeepSpeed PR #1801 (commit 56c5223, "
+     "2022-04-19, 'bf16+pipeline parallelism'); before it there was none"},
     {"megatron-deepspeed", 0, 202204, Setting::Bf16Optimizer, false, 1, 3, "as deepspeed"},
     {"deepspeed", 202204, 202305, Setting::PipelineBf16Stage0Only, true, 2, 1,
      "from #1801 until PR #3399 (commit dcb4a7d, 2023-05-02, 'Add ZeRO 1 support to PP for BF16') the pipeline "
