@@ -57,6 +57,17 @@ TEST_CASE("predict prints the breakdowns and the documented JSON") {
   CHECK_FALSE(contains(run_sixfold(kBase + "--gpus 8 --global-batch 64 --zero 1").output, "warning:"));
 }
 
+TEST_CASE("the layout line says where DeepSpeed runs its BF16_Optimizer (bf16 at ZeRO stage 0), and only there") {
+  const std::string base = "predict --model gpt-18b --hardware a100-sxm-80g --gpus 64 --seq 2048 --global-batch 512 --pp 2 ";
+  Result zero0 = run_sixfold(base + "--framework deepspeed --zero 0");
+  REQUIRE(zero0.code == 0);
+  CHECK(contains(zero0.output, "micro-batches; DeepSpeed's BF16_Optimizer: fp32 gradient accumulation)"));
+  CHECK(contains(run_sixfold(base + "--framework deepspeed --zero 0 --ops").output, "grad_accumulate_fp32"));
+  CHECK_FALSE(contains(run_sixfold(base + "--framework deepspeed --zero 1").output, "BF16_Optimizer"));
+  CHECK_FALSE(contains(run_sixfold(base + "--framework deepspeed --zero 0 --dtype fp16").output, "BF16_Optimizer"));
+  CHECK_FALSE(contains(run_sixfold(base + "--zero 0").output, "BF16_Optimizer"));
+}
+
 TEST_CASE("predict says when a layout does not fit, and when it fits only by the allocator's retries") {
   const std::string llama = "predict --model llama3-8b --hardware a100-sxm-40g --gpus 8 --seq 8192 --zero 3 --global-batch 64 ";
   Result oom = run_sixfold(llama + "--micro-batch 1");

@@ -256,7 +256,7 @@ struct PlanCommand {
         std::cout << "note: the " << pick << " faster layout(s) cannot be "
                   << (format == ExportFormat::Yaml ? "run by " + to_string(s.work.framework) : "exported to " + export_format)
                   << " (" << skipped_reason << ")\n";
-      std::cout << "\nrecommended: " << layout_line(best.layout) << " (" << p.micro_batches << (p.micro_batches == 1 ? " micro-batch)\n" : " micro-batches)\n");
+      std::cout << "\nrecommended: " << layout_summary(best.layout, rq.work, p.micro_batches) << "\n";
       print_prediction(std::cout, p);
       print_expected_error(std::cout, s, p.step_time);
       if (best.simulated_step_time > 0)

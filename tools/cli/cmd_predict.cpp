@@ -94,7 +94,7 @@ struct PredictCommand {
       return 0;
     }
     std::cout << "sixfold predict: " << scenario_header(s) << "\n";
-    std::cout << "layout: " << layout_line(s.layout) << " (" << p.micro_batches << (p.micro_batches == 1 ? " micro-batch)\n" : " micro-batches)\n");
+    std::cout << "layout: " << layout_summary(s.layout, s.work, p.micro_batches) << "\n";
     print_prediction(std::cout, p);
     print_expected_error(std::cout, s, p.step_time);
     print_memory_fit(std::cout, p, s.hardware);

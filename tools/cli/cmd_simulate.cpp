@@ -81,7 +81,7 @@ struct SimulateCommand {
       return 0;
     }
     std::cout << "sixfold simulate: " << scenario_header(s) << "\n";
-    std::cout << "layout: " << layout_line(s.layout) << " (" << program.micro_batches << (program.micro_batches == 1 ? " micro-batch)\n" : " micro-batches)\n");
+    std::cout << "layout: " << layout_summary(s.layout, s.work, program.micro_batches) << "\n";
     print_prediction(std::cout, r.prediction);
     std::cout << "closed-form step time " << format_seconds(closed.step_time) << " (simulated "
               << format_seconds(r.step_time) << "; breakdown of the busiest stage, " << r.bottleneck_stage << ")\n";

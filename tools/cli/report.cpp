@@ -45,8 +45,12 @@ std::string scenario_header(const Scenario& s) {
          (!s.work.overlap_p2p_comm ? ", blocking pipeline sends" : "") +
          (s.work.overlap_moe_ep_comm ? ", MoE all-to-all overlapped" : "") +
          (s.work.deepep_dispatch ? ", DeepEP dispatch" : "") +
-         (bf16_optimizer_runs(s.work, s.layout) ? ", DeepSpeed BF16_Optimizer (fp32 gradient accumulation)" : "") +
          (s.work.framework != Framework::Megatron ? ", as " + to_string(s.work.framework) + " runs it" : "");
+}
+
+std::string layout_summary(const Layout& l, const Workload& w, Count micro_batches) {
+  return layout_line(l) + " (" + std::to_string(micro_batches) + (micro_batches == 1 ? " micro-batch" : " micro-batches") +
+         (bf16_optimizer_runs(w, l) ? "; DeepSpeed's BF16_Optimizer: fp32 gradient accumulation" : "") + ")";
 }
 
 std::string layout_line(const Layout& l) {

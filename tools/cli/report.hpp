@@ -14,6 +14,9 @@ std::string scenario_header(const Scenario& s);
 // The layout as one line: its degrees, schedule, DP overlap and, with TP, whether TP communication
 // is priced overlapped (what a user must turn on to see the predicted time).
 std::string layout_line(const Layout& l);
+// layout_line with its micro-batches per step and what the framework runs differently for it
+// ("... (4 micro-batches; DeepSpeed's BF16_Optimizer: fp32 gradient accumulation)").
+std::string layout_summary(const Layout& l, const Workload& w, Count micro_batches);
 void print_prediction(std::ostream& out, const Prediction& p);
 std::string format_seconds(Seconds s);
 // Whether standard output is a terminal (progress only then).
