@@ -245,6 +245,8 @@ TEST_CASE("oracle: the simulated memory timeline peaks where the closed form doe
   };
   for (Framework f : {Framework::Megatron, Framework::DeepSpeed, Framework::Torchtitan})
     for (int zero : {1, 3}) check(f, zero, Recompute::Full, false);
+  // DeepSpeed's bf16 at ZeRO stage 0: its BF16_Optimizer's fp32 gradients and their all-reduce bucket.
+  check(Framework::DeepSpeed, 0, Recompute::Full, false);
   // torchtitan's op-level checkpointing, eager and compiled (a smaller saved set, the fused loss).
   for (bool compile : {false, true}) check(Framework::Torchtitan, 3, Recompute::SelectiveOp, compile);
 }
