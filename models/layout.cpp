@@ -149,6 +149,9 @@ void validate_layout(const ModelSpec& m, const Layout& l, const Workload& w, int
        "pp=" + s(l.pp) + " with zero=" + s(l.zero) + " (ZeRO-2 and ZeRO-3 are incompatible with its pipeline)");
   need(!deepspeed || l.pp == 1 || l.schedule == Schedule::OneFOneB, "DeepSpeed's pipeline engine runs 1F1B only",
        "schedule " + to_string(l.schedule) + " with pp=" + s(l.pp));
+  need(pipeline_allows_dp_overlap(w.framework, l.pp, l.dp * l.cp > 1, l.dp_overlap),
+       "DeepSpeed's pipeline engine reduces gradients after the last backward (dp-overlap none)",
+       "dp-overlap " + to_string(l.dp_overlap) + " with pp=" + s(l.pp) + " and dp=" + s(l.dp));
   need(w.mtp_layers >= 0, "mtp layers not negative", s(w.mtp_layers));
   need(w.mtp_layers == 0 || w.framework == Framework::Megatron, "multi-token prediction is Megatron's",
        "--mtp-num-layers with framework " + to_string(w.framework));
@@ -297,6 +300,15 @@ std::string to_string(DpOverlap o) {
 }
 bool pipeline_allows_zero(Framework framework, int pp, int zero) {
   return pp <= 1 || zero <= 1 || (framework != Framework::DeepSpeed && framework != Framework::DeepSpeedLegacy);
+}
+
+bool pipeline_allows_dp_overlap(Framework framework, int pp, bool data_parallel, DpOverlap overlap) {
+  const bool deepspeed = framework == Framework::DeepSpeed || framework == Framework::DeepSpeedLegacy;
+  return !deepspeed || pp <= 1 || !data_parallel || overlap == DpOverlap::None;
+}
+
+DpOverlap default_dp_overlap(Framework framework, int pp) {
+  return pipeline_allows_dp_overlap(framework, pp, true, DpOverlap::Bucketed) ? DpOverlap::Bucketed : DpOverlap::None;
 }
 
 std::string to_string(Schedule s) {

@@ -325,6 +325,13 @@ std::string to_string(DpOverlap o);
 // Whether `framework` runs ZeRO stage `zero` under a pipeline of `pp` stages: DeepSpeed's
 // PipelineEngine asserts a stage below 2 (deepspeed/runtime/pipe/engine.py); the others do.
 bool pipeline_allows_zero(Framework framework, int pp, int zero);
+// DeepSpeed's pipeline engine reduces gradients in its own instruction after the last backward
+// (pipe/engine.py _exec_reduce_grads; the engine's backward all-reduce is off under it): with data
+// parallelism a DeepSpeed pipeline has no overlap to choose.
+bool pipeline_allows_dp_overlap(Framework framework, int pp, bool data_parallel, DpOverlap overlap);
+// The DP overlap a layout gets when none is given: bucketed, or none where the framework has no
+// other (DeepSpeed's pipelines).
+DpOverlap default_dp_overlap(Framework framework, int pp);
 std::string to_string(Schedule s);
 std::string to_string(Framework f);
 std::string to_string(AttentionKernel k);

@@ -307,6 +307,10 @@ std::vector<Variant> variants(const ModelSpec& model, const Workload& work, cons
     }
     for (DpOverlap ov : o.dp_overlap) {
       if (!data_parallel && ov != DpOverlap::Bucketed) { ++pruned["dp overlap irrelevant without data parallelism"]; continue; }
+      if (!pipeline_allows_dp_overlap(work.framework, mesh.pp, data_parallel, ov)) {
+        ++pruned["DeepSpeed's pipeline engine reduces gradients after the backward"];
+        continue;
+      }
       // torchtitan's FSDP2 reduces per wrapped block (fully_shard per transformer block) and its
       // DDP (replicate) in PyTorch DDP's buckets: the other is not a torchtitan setting.
       if (data_parallel && work.framework == Framework::Torchtitan &&

@@ -155,6 +155,7 @@ Scenario parse_scenario(const YamlDoc& doc) {
   apply_overrides(s.hardware, overrides);
   s.work = parse_workload(doc, r["workload"]);
   s.layout = parse_layout(doc, r["layout"]);
+  if (!r["layout"] || !r["layout"]["dp_overlap"]) s.layout.dp_overlap = default_dp_overlap(s.work.framework, s.layout.pp);
   const Layout& l = s.layout;
   const long long model_parallel = Count(l.tp) * l.pp * l.cp;
   const bool dp_given = r["layout"] && r["layout"]["dp"];

@@ -292,6 +292,19 @@ TEST_CASE("plan --schedules: a schedule the framework does not run is a usage er
                   "--schedules interleaved");
   CHECK(r.code == 2);
   CHECK(contains(r.output, "--schedules interleaved: deepspeed does not run it; allowed for deepspeed: 1f1b"));
+  // Its pipeline engine reduces gradients after the last backward: that is the default there, and
+  // an overlap asked for is a usage error naming the rule.
+  const std::string ds = "predict --model llama3-8b --hardware h100-sxm-80g --gpus 16 --seq 4096 --global-batch 64 "
+                         "--framework deepspeed --pp 2 --zero 1";
+  r = run_sixfold(ds);
+  CHECK(r.code == 0);
+  CHECK(contains(r.output, "dp-overlap=none"));
+  r = run_sixfold(ds + " --dp-overlap bucketed");
+  CHECK(r.code == 2);
+  CHECK(contains(r.output, "reduces gradients after the last backward (dp-overlap none)"));
+  r = run_sixfold("plan --model llama3-8b --hardware h100-sxm-80g --gpus 16 --seq 4096 --global-batch 64 --framework deepspeed "
+                  "--compare pp=2,zero=1");
+  CHECK(r.code == 0);
 }
 
 TEST_CASE("--recompute-modules: Megatron-Core's names, a usage error for others, exported as Megatron flags") {

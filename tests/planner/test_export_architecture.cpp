@@ -107,16 +107,28 @@ TEST_CASE("no plan searches the one-stage zero-bubble schedule, only torchtitan'
   }
 }
 
-TEST_CASE("DeepSpeed's pipeline engine: ZeRO stage 0 or 1 and 1F1B only") {
+TEST_CASE("DeepSpeed's pipeline engine: ZeRO stage 0 or 1, 1F1B only, gradients reduced after the backward") {
   const ModelSpec m = load_model("llama3-8b");
   Workload w;
   w.seq = 4096;
   w.global_batch = 64;
   Layout l;
   l.dp = 8; l.pp = 2; l.zero = 1;
+  l.dp_overlap = DpOverlap::None;
   for (Framework f : {Framework::DeepSpeed, Framework::DeepSpeedLegacy}) {
     w.framework = f;
     CHECK_NOTHROW(validate_layout(m, l, w, 16));
+    CHECK(default_dp_overlap(f, 2) == DpOverlap::None);
+    CHECK(default_dp_overlap(f, 1) == DpOverlap::Bucketed);
+    Layout bucketed = l;
+    bucketed.dp_overlap = DpOverlap::Bucketed;
+    CHECK_THROWS_WITH_AS(validate_layout(m, bucketed, w, 16), doctest::Contains("dp-overlap none"), LayoutError);
+    // The search offers a DeepSpeed pipeline no overlap to choose.
+    SearchOptions so;
+    restrict_to_framework(so, f);
+    PruneCounts pruned;
+    for (const Layout& e : enumerate_layouts(m, w, 16, 8, so, pruned))
+      if (e.pp > 1 && e.dp * e.cp > 1) CHECK(e.dp_overlap == DpOverlap::None);
     Layout z2 = l;
     z2.zero = 2;
     CHECK_THROWS_WITH_AS(validate_layout(m, z2, w, 16), doctest::Contains("ZeRO stage 0 or 1"), LayoutError);
@@ -135,6 +147,10 @@ TEST_CASE("DeepSpeed's pipeline engine: ZeRO stage 0 or 1 and 1F1B only") {
     CHECK_FALSE(o.context_parallel);
   }
   w.framework = Framework::Megatron;  // Megatron pipelines under its distributed optimizer
+  Layout overlapped = l;
+  overlapped.dp_overlap = DpOverlap::Bucketed;
+  CHECK_NOTHROW(validate_layout(m, overlapped, w, 16));
+  CHECK(default_dp_overlap(Framework::Megatron, 2) == DpOverlap::Bucketed);
   Layout interleaved = l;
   interleaved.vpp = 2;
   interleaved.schedule = Schedule::Interleaved;

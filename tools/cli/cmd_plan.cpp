@@ -32,9 +32,9 @@ namespace {
 // without a value is on; dp is derived from the GPUs when left out; TP overlap, when left out, is
 // what the search assumed (tp_overlap_default: the recommendation and the compared layout are priced
 // alike).
-Layout parse_layout_spec(const std::string& spec, int gpus, bool tp_overlap_default) {
+Layout parse_layout_spec(const std::string& spec, int gpus, bool tp_overlap_default, Framework framework) {
   Layout l;
-  bool dp_given = false, schedule_given = false, vpp_given = false, tp_overlap_given = false;
+  bool dp_given = false, schedule_given = false, vpp_given = false, tp_overlap_given = false, dp_overlap_given = false;
   // Items split at commas; the commas a Megatron pipeline layout may hold ("Et*3|(tt|)*29,m|L")
   // join the items after it back to its value while they are no key of their own.
   std::vector<std::string> items;
@@ -67,7 +67,9 @@ Layout parse_layout_spec(const std::string& spec, int gpus, bool tp_overlap_defa
     schedule_given = schedule_given || f->key == std::string("schedule");
     vpp_given = vpp_given || f->key == std::string("vpp");
     tp_overlap_given = tp_overlap_given || f->key == std::string("tp_overlap");
+    dp_overlap_given = dp_overlap_given || f->key == std::string("dp_overlap");
   }
+  if (!dp_overlap_given) l.dp_overlap = default_dp_overlap(framework, l.pp);
   if (!tp_overlap_given) l.tp_overlap = tp_overlap_default && l.tp > 1 && l.sp;
   if (!schedule_given && l.vpp > 1) l.schedule = Schedule::Interleaved;
   if (!schedule_given && !vpp_given) take_vpp_from_pipeline_layout(l);
@@ -180,7 +182,7 @@ struct PlanCommand {
     std::vector<Compared> compared;
     for (const auto& spec : compare) {
       Compared c;
-      c.layout = parse_layout_spec(spec, s.gpus, framework_overlaps_tp(s.work, rq.search));
+      c.layout = parse_layout_spec(spec, s.gpus, framework_overlaps_tp(s.work, rq.search), s.work.framework);
       validate_layout(s.model, c.layout, s.work, s.gpus);
       c.prediction = predict(s.model, s.hardware, s.work, c.layout);
       c.fits = c.prediction.peak_memory <= res.budget;
