@@ -305,6 +305,16 @@ TEST_CASE("plan --schedules: a schedule the framework does not run is a usage er
   r = run_sixfold("plan --model llama3-8b --hardware h100-sxm-80g --gpus 16 --seq 4096 --global-batch 64 --framework deepspeed "
                   "--compare pp=2,zero=1");
   CHECK(r.code == 0);
+  // A file's own choice stands (the seed's naive DP), and a DeepSpeed pipeline file without one gets none.
+  CHECK(nlohmann::json::parse(run_sixfold("predict --scenario dp-naive --json").output)["layout"]["dp_overlap"] == "none");
+  CHECK(nlohmann::json::parse(run_sixfold("predict --scenario dp-per-layer --json").output)["layout"]["dp_overlap"] ==
+        "per-layer");
+  const std::string file = write_temp("ds-pipeline.yaml",
+                                      "model: llama3-8b\nhardware: h100-sxm-80g\ngpus: 16\n"
+                                      "workload: {seq: 4096, global_batch: 64, framework: deepspeed}\nlayout: {pp: 2, zero: 1}\n");
+  r = run_sixfold("predict --scenario " + file + " --json");
+  REQUIRE(r.code == 0);
+  CHECK(nlohmann::json::parse(r.output)["layout"]["dp_overlap"] == "none");
 }
 
 TEST_CASE("--recompute-modules: Megatron-Core's names, a usage error for others, exported as Megatron flags") {

@@ -162,7 +162,8 @@ Scenario ScenarioFlags::resolve(bool with_layout) const {
       if (it != layout_options.end()) f.set(l, it->second, f.flag);
     }
     if (given("vpp") && l.vpp > 1 && !given("schedule")) l.schedule = Schedule::Interleaved;
-    if (!given("dp_overlap")) l.dp_overlap = default_dp_overlap(s.work.framework, l.pp);
+    // A scenario or plan file gave its own (parse_scenario applies the same default where it gives none).
+    if (!given("dp_overlap") && !have_base) l.dp_overlap = default_dp_overlap(s.work.framework, l.pp);
     if (given("pipeline_model_parallel_layout") && !given("vpp") && !given("schedule")) take_vpp_from_pipeline_layout(l);
     if (given("sp") && no_sp) throw UsageError("--sp and --no-sp contradict each other");
     if (no_sp) l.sp = false;
