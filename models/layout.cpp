@@ -140,7 +140,7 @@ void validate_layout(const ModelSpec& m, const Layout& l, const Workload& w, int
   // DeepSpeed pipelines with its PipelineEngine, which asserts a ZeRO stage below 2
   // (deepspeed/runtime/pipe/engine.py: "ZeRO-2 and ZeRO-3 are incompatible with pipeline
   // parallelism") and trains with one schedule, TrainSchedule, 1F1B (runtime/pipe/schedule.py).
-  const bool deepspeed = w.framework == Framework::DeepSpeed || w.framework == Framework::DeepSpeedLegacy;
+  const bool deepspeed = runs_deepspeed_engine(w.framework);
   // Its sequence parallelism is Ulysses (an all-to-all of heads, not priced); ring context
   // parallelism is Megatron's and torchtitan's.
   need(!deepspeed || l.cp == 1, "context parallelism (ring attention) is Megatron's and torchtitan's",
@@ -298,13 +298,16 @@ std::string to_string(DpOverlap o) {
   }
   return "?";
 }
+bool runs_deepspeed_engine(Framework framework) {
+  return framework == Framework::DeepSpeed || framework == Framework::DeepSpeedLegacy;
+}
+
 bool pipeline_allows_zero(Framework framework, int pp, int zero) {
-  return pp <= 1 || zero <= 1 || (framework != Framework::DeepSpeed && framework != Framework::DeepSpeedLegacy);
+  return pp <= 1 || zero <= 1 || !runs_deepspeed_engine(framework);
 }
 
 bool pipeline_allows_dp_overlap(Framework framework, int pp, bool data_parallel, DpOverlap overlap) {
-  const bool deepspeed = framework == Framework::DeepSpeed || framework == Framework::DeepSpeedLegacy;
-  return !deepspeed || pp <= 1 || !data_parallel || overlap == DpOverlap::None;
+  return !runs_deepspeed_engine(framework) || pp <= 1 || !data_parallel || overlap == DpOverlap::None;
 }
 
 DpOverlap default_dp_overlap(Framework framework, int pp) {
@@ -475,8 +478,7 @@ bool p2p_overlapped(const Workload& work, const Layout& layout) {
 }
 
 bool bf16_optimizer_runs(const Workload& work, const Layout& layout) {
-  const bool deepspeed = work.framework == Framework::DeepSpeed || work.framework == Framework::DeepSpeedLegacy;
-  if (!deepspeed || !work.bf16_optimizer || work.dtype != Dtype::BF16) return false;
+  if (!runs_deepspeed_engine(work.framework) || !work.bf16_optimizer || work.dtype != Dtype::BF16) return false;
   return layout.zero == 0 || (layout.zero == 1 && layout.pp > 1 && work.pipeline_bf16_stage0_only);
 }
 

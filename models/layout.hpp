@@ -324,6 +324,8 @@ std::string to_string(Recompute r);
 std::string to_string(DpOverlap o);
 // Whether `framework` runs ZeRO stage `zero` under a pipeline of `pp` stages: DeepSpeed's
 // PipelineEngine asserts a stage below 2 (deepspeed/runtime/pipe/engine.py); the others do.
+// DeepSpeed's engine, current or before mid-2021 (deepspeed, deepspeed-legacy).
+bool runs_deepspeed_engine(Framework framework);
 bool pipeline_allows_zero(Framework framework, int pp, int zero);
 // DeepSpeed's pipeline engine reduces gradients in its own instruction after the last backward
 // (pipe/engine.py _exec_reduce_grads; the engine's backward all-reduce is off under it): with data

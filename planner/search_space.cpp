@@ -59,7 +59,7 @@ void restrict_to_framework(SearchOptions& o, Framework f) {
   // Megatron-LM pipelines run 1F1B or interleaved 1F1B (schedules.py); GPipe's all-forward order is not one.
   if (f == Framework::Megatron) drop(o.schedules, [](Schedule s) { return s == Schedule::GPipe; });
   // DeepSpeed's pipeline engine trains with TrainSchedule, 1F1B, and ZeRO-0/1 only (validate_layout).
-  if (f == Framework::DeepSpeed || f == Framework::DeepSpeedLegacy) {
+  if (runs_deepspeed_engine(f)) {
     drop(o.schedules, [](Schedule s) { return s != Schedule::OneFOneB; });
     o.context_parallel = false;
   }
