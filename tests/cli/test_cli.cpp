@@ -171,6 +171,38 @@ TEST_CASE("validate: summary per metric, bad CSV is an error") {
   CHECK(r.code == 1);
 }
 
+TEST_CASE("validate --explain: one row priced as the full run prices it, by component, and bad ids are usage errors") {
+  const std::string file = std::string(SIXFOLD_DATA_DIR) + "/validation/published_runs.csv";
+  Result all = run_sixfold("validate " + file + " --json");
+  REQUIRE(all.code == 0);
+  const auto whole = nlohmann::json::parse(all.output);
+  nlohmann::json row;
+  for (const auto& r : whole["rows"])
+    if (r["id"] == "G13") row = r;
+  REQUIRE(row.is_object());
+  Result r = run_sixfold("validate " + file + " --explain G13 --json");
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(r.output);
+  // The fills (micro-batch, pipeline micro-batches) are the ones the whole file's run picks.
+  CHECK(j["filled"] == row["filled"]);
+  CHECK(j["predicted"]["tokens_per_gpu_s"].get<double>() == doctest::Approx(row["predicted"]["tokens_per_gpu_s"].get<double>()));
+  CHECK(j["codebase"] == "torchtitan 2024-12");
+  CHECK(j["stages"].size() == 8);  // pp 8: every stage's memory
+  CHECK(j["time"].contains("bubble"));
+  r = run_sixfold("validate " + file + " --explain G13");
+  REQUIRE(r.code == 0);
+  for (const char* part : {"memory per GPU", "time per step", "filled: micro_batch=4", "tokens_per_gpu_s"})
+    CHECK(contains(r.output, part));
+  r = run_sixfold("validate " + file + " --explain G133");
+  CHECK(r.code == 2);
+  CHECK(contains(r.output, "did you mean 'G13'"));
+  r = run_sixfold("validate " + file + " --explain D10");  // no layout stated: not priced, and it says why
+  CHECK(r.code == 1);
+  CHECK(contains(r.output, "layout not stated"));
+  r = run_sixfold("validate " + file + " --explain G13 --null-model");
+  CHECK(r.code == 2);
+}
+
 TEST_CASE("run refuses a plan of another schema version, an unknown backend and a wrong world size") {
   const std::string plan = write_temp("plan-v9.yaml",
                                       "schema_version: 9\nmodel: seed-tp\nhardware: h100-sxm-80g\ngpus: 1\n"

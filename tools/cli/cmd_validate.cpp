@@ -1,5 +1,6 @@
 // sixfold validate FILE.csv: score predictions against measured runs (data/validation format),
 // with the closed form (default) or, with --simulate, the step simulator.
+#include <algorithm>
 #include <map>
 #include <cmath>
 #include <cstdio>
@@ -8,15 +9,19 @@
 #include <nlohmann/json.hpp>
 
 #include "common/progress.hpp"
+#include "common/suggest.hpp"
+#include "simulator/cost_model.hpp"
+#include "simulator/io/prediction_json.hpp"
 #include "simulator/step_simulator.hpp"
 #include "simulator/fit/validation.hpp"
 #include "tools/cli/command.hpp"
+#include "tools/cli/report.hpp"
 
 namespace sixfold::cli {
 namespace {
 
 struct ValidateCommand {
-  std::string file, cluster;
+  std::string file, cluster, explain;
   bool json = false, rank = false, simulate = false, null_model = false;
 
   const char* predictor_name() const { return simulate ? "simulator" : "closed-form"; }
@@ -26,6 +31,14 @@ struct ValidateCommand {
     for (const char* col : {"id", "layers", "hidden", "heads", "vocab", "seq", "gpu", "gpus", "global_batch"})
       if (table.column(col) < 0) throw Error(file + ": missing column '" + col + "' (format: data/validation/README.md)");
     ValidationOptions opt;
+    if (!explain.empty()) {
+      if (rank || null_model) throw UsageError("--explain prices one row as sixfold does; it takes neither --rank nor --null-model");
+      std::vector<std::string> ids;
+      for (size_t r = 0; r < table.rows.size(); ++r) ids.push_back(table.field(r, "id"));
+      if (std::find(ids.begin(), ids.end(), explain) == ids.end())
+        throw UsageError(file + ": --explain " + explain + ": no row has that id" + did_you_mean(explain, ids));
+      opt.include = [this](size_t, const std::string& id) { return id == explain; };
+    }
     opt.rank = rank;
     opt.null_model = null_model;
     if (simulate) opt.predictor = simulated_prediction;
@@ -42,8 +55,60 @@ struct ValidateCommand {
       opt.progress = nullptr;
       return r;
     }();
+    if (!explain.empty()) return print_explained(rep, table);
     if (json) print_json(rep);
     else print_text(rep);
+    return 0;
+  }
+
+  // One row as sixfold priced it: the scenario its columns and fills made, the prediction by
+  // component (predict's report), then measured against predicted.
+  int print_explained(const ValidationReport& rep, const CsvTable& table) const {
+    const RowResult& row = rep.rows.front();
+    // The codebase as the row names it: several (llm-foundry, Megatron-DeepSpeed) are priced on the
+    // code path of the framework they run on, which the header names.
+    std::string codebase;
+    for (size_t r = 0; r < table.rows.size(); ++r)
+      if (table.field(r, "id") == row.id) {
+        codebase = table.field(r, "framework");
+        if (!table.field(r, "framework_date").empty()) codebase += " " + table.field(r, "framework_date");
+      }
+    if (!row.scored) throw Error(file + ": row " + row.id + " is not priced: " + row.skip_reason);
+    const Scenario& s = row.scenario;
+    const Prediction p = simulate ? simulated_prediction(s) : predict(s.model, s.hardware, s.work, s.layout);
+    if (json) {
+      nlohmann::ordered_json out;
+      out["id"] = row.id;
+      out["predictor"] = predictor_name();
+      out["model"] = s.model.name;
+      out["hardware"] = s.hardware.name;
+      out["gpus"] = s.gpus;
+      out["framework"] = to_string(s.work.framework);
+      out["codebase"] = codebase;
+      out["workload"] = workload_json(s.work);
+      out["layout"] = layout_json(s.layout);
+      out["filled"] = row.filled;
+      const nlohmann::ordered_json priced = prediction_json(p);  // named: items() must not outlive it
+      for (const auto& [k, v] : priced.items()) out[k] = v;
+      out["prediction"]["memory_fit"] = to_string(row.memory_fit);
+      out["measured"] = row.measured;
+      out["predicted"] = row.predicted;
+      out["error_pct"] = row.error_pct;
+      std::cout << out.dump(2) << "\n";
+      return 0;
+    }
+    std::cout << "sixfold validate --explain " << row.id << " (" << file << ", " << predictor_name() << "): "
+              << scenario_header(s) << "\n";
+    if (!codebase.empty()) std::cout << "codebase: " << codebase << " (the row's framework and framework_date)\n";
+    std::cout << "layout: " << layout_summary(s.layout, s.work, p.micro_batches) << "\n";
+    std::string filled;
+    for (const std::string& f : row.filled) filled += (filled.empty() ? "" : ", ") + f;
+    std::cout << "filled: " << (filled.empty() ? "nothing (every field stated)" : filled) << "\n";
+    print_prediction(std::cout, p);
+    print_memory_fit(std::cout, p, s.hardware);
+    std::printf("\n%-18s %12s %12s %9s\n", "metric", "measured", "predicted", "error");
+    for (const auto& [metric, measured] : row.measured)
+      std::printf("%-18s %12.4g %12.4g %+8.1f%%\n", metric.c_str(), measured, row.predicted.at(metric), row.error_pct.at(metric));
     return 0;
   }
 
@@ -217,6 +282,9 @@ Registrar reg("validate", "score predictions against measured runs (CSV, data/va
                "an accuracy figure must beat");
   app.add_flag("--simulate", cmd->simulate, "price every row with the step simulator instead of the closed form");
   app.add_flag("--rank", cmd->rank, "score the ranking of layouts within groups of the same model, GPUs and batch");
+  app.add_option("--explain", cmd->explain,
+                 "price only the row with this id and print how: the scenario its columns and fills made, memory and "
+                 "step time by component (as `predict` prints them), measured against predicted");
   return Action([cmd] { return cmd->run(); });
 });
 
