@@ -81,12 +81,16 @@ std::optional<ErrorBand> expected_error(const std::vector<ResidualRun>& runs, Fr
       if (level.keep(r, fw, fam, near_scale(r))) errs.push_back(r.abs_error_pct);
     if (int(errs.size()) < kMinRuns) continue;
     std::sort(errs.begin(), errs.end());
-    // The 68th percentile, interpolated between order statistics.
-    const double at = 0.68 * double(errs.size() - 1);
-    const size_t lo = size_t(at);
-    const double frac = at - double(lo);
+    // The error a new run will make is one more draw beside these n: it falls at or below the k-th
+    // smallest with probability k / (n + 1) when the runs are exchangeable (the order-statistic
+    // rank argument of split conformal prediction; Vovk, Gammerman and Shafer 2005, Lei et al.
+    // 2018, arXiv 1604.04173). k = ceil(0.68 (n + 1)) is the smallest with at least 68%: the
+    // plain 68th percentile of the n would promise 68% and deliver (0.68 n + 0.32) / (n + 1),
+    // 64% of 9 runs.
+    const size_t n = errs.size();
+    const size_t k = std::min(n, size_t(std::ceil(kBandCoverage * double(n + 1) - 1e-9)));
     ErrorBand band;
-    band.pct = lo + 1 < errs.size() ? errs[lo] * (1 - frac) + errs[lo + 1] * frac : errs[lo];
+    band.pct = errs[k - 1];
     band.runs = int(errs.size());
     band.basis = std::string(level.what) + " (" + fw + ", " + fam + ")";
     return band;

@@ -2,9 +2,10 @@
 // How far to trust a prediction: the out-of-source errors of the measured runs most like it.
 // configs/error_bands/out_of_source.yaml holds, per measured run, the absolute error of the
 // shipped cost model on it when nothing was fitted on its source (written by `sixfold calibrate
-// --from-runs ... --cv source --parameters none --bands-out FILE`). A prediction's band is the 68th
-// percentile (about one standard deviation) of those errors over the similar runs: the same
-// framework and GPU and a GPU count within 8x, widened step by step until at least kMinRuns are in.
+// --from-runs ... --cv source --parameters none --bands-out FILE`). A prediction's band is the error
+// that a new run like them stays within with 68% probability (about one standard deviation): the
+// ceil(0.68 (n + 1))-th smallest of the n similar runs' errors (the same framework and GPU and a GPU
+// count within 8x, widened step by step until at least kMinRuns are in).
 #include <optional>
 #include <string>
 #include <vector>
@@ -26,6 +27,7 @@ struct ErrorBand {
 };
 
 inline constexpr int kMinRuns = 5;
+inline constexpr double kBandCoverage = 0.68;  // the share of new runs a band should hold
 
 // Parses a bands file (Error naming file, line and field on bad content).
 std::vector<ResidualRun> parse_residual_runs(const std::string& yaml_text, const std::string& source);

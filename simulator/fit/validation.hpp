@@ -69,7 +69,7 @@ struct ValidationReport {
   std::vector<RankGroup> groups;  // with ranking on
   // Scored rows whose predicted peak memory exceeds the GPU's: each ran, so each is a model error.
   // How many scored rows with a throughput metric and a band have their error inside the band:
-  // the band is the 68th percentile of similar runs' errors, so about 68% should be.
+  // each band is the error a new run stays within with 68% probability, so at least 68% should be.
   struct BandCoverage {
     int rows = 0, within = 0;
   };

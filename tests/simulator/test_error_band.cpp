@@ -1,5 +1,5 @@
-// The expected error a prediction carries: the 68th percentile of the out-of-source errors of the
-// most similar measured runs (simulator/fit/error_band.hpp).
+// The expected error a prediction carries: the error a new run stays within with 68% probability,
+// from the out-of-source errors of the most similar measured runs (simulator/fit/error_band.hpp).
 #include <doctest/doctest.h>
 
 #include "common/error.hpp"
@@ -24,7 +24,9 @@ TEST_CASE("the band takes the most similar runs that number at least five, and s
   const auto tt = expected_error(r, Framework::Torchtitan, "h100-96g-500w", 16);  // the same family counts
   REQUIRE(tt);
   CHECK(tt->runs == 6);
-  CHECK(tt->pct == doctest::Approx(1 + 0.68 * 5));  // the 68th percentile of 1..6
+  // Of 1..6 %: the ceil(0.68 x 7) = 5th smallest, 5 %. A seventh run lands at or below it with
+  // probability 5/7 = 71%; the interpolated 68th percentile (4.4 %) would hold only 4.4/7 = 63%.
+  CHECK(tt->pct == doctest::Approx(5));
   CHECK(tt->basis.find("GPU count within 8x") != std::string::npos);
   // At 16384 GPUs no torchtitan H100 run is within 8x: the band widens to framework and GPU.
   const auto far = expected_error(r, Framework::Torchtitan, "h100-sxm-80g", 16384);
@@ -74,4 +76,21 @@ TEST_CASE("validate counts a row inside its band by the mean absolute error of i
   const auto c = rep.band_coverage();
   CHECK(c.rows == 2);
   CHECK(c.within == 1);
+}
+
+TEST_CASE("a band holds at least 68% of new runs drawn like its residuals, at every residual count") {
+  // Residuals 1..n %, and a new run equally likely to land in any of the n + 1 gaps the sorted
+  // residuals leave (what exchangeable runs do): the band must hold at least 68% of them, and a
+  // narrower band (the next smaller residual) must not.
+  for (int n = kMinRuns; n <= 60; ++n) {
+    std::string body;
+    for (int i = 1; i <= n; ++i)
+      body += "  - {id: r" + std::to_string(i) + ", framework: megatron, gpu: h100-sxm-80g, gpus: 64, abs_error_pct: " +
+              std::to_string(i) + "}\n";
+    const auto band = expected_error(runs(body), Framework::Megatron, "h100-sxm-80g", 64);
+    REQUIRE(band);
+    const double held = band->pct / double(n + 1);  // gaps 1..pct of n + 1
+    CHECK_MESSAGE(held >= kBandCoverage, "n = " << n << ", band " << band->pct);
+    CHECK_MESSAGE((band->pct - 1) / double(n + 1) < kBandCoverage, "n = " << n << ": a narrower band would do");
+  }
 }

@@ -210,8 +210,9 @@ struct ValidateCommand {
     // Whether `predict`'s "expect +-X%" held on these rows: a row counts its mean absolute error
     // over its throughput metrics, as the bands do.
     if (const auto c = rep.band_coverage(); c.rows > 0)
-      std::printf("  expected error band: %d of %d rows within it (%.0f%%; each band is the 68th percentile of similar "
-                  "runs' out-of-source errors, so about 68%% should be; on the runs the bands are made of, "
+      std::printf("  expected error band: %d of %d rows within it (%.0f%%; each band is the error a new run stays within "
+                  "with 68%% probability, from similar runs' out-of-source errors, so at least 68%% should be; on the "
+                  "runs the bands are made of, "
                   "data/validation/published_runs.csv and vtrain_multi_node.csv, this is in-sample)\n",
                   c.within, c.rows, 100.0 * c.within / c.rows);
   }
