@@ -93,11 +93,36 @@ void take_vpp_from_pipeline_layout(Layout& l) {
   if (l.vpp > 1) l.schedule = Schedule::Interleaved;
 }
 
+void validate_workload(const ModelSpec& m, const Workload& w) {
+  auto need = [](bool ok, const char* constraint, const std::string& detail) {
+    if (!ok) throw LayoutError(constraint, detail);
+  };
+  const auto s = [](auto v) { return std::to_string(v); };
+  need(w.mtp_layers >= 0, "mtp layers not negative", s(w.mtp_layers));
+  need(w.mtp_layers == 0 || w.framework == Framework::Megatron, "multi-token prediction is Megatron's",
+       "--mtp-num-layers with framework " + to_string(w.framework));
+  if (w.fp8_activation_input_store) {
+    need(w.framework == Framework::Megatron, "the activation's fp8 input store is Megatron's",
+         "--activation-func-fp8-input-store with framework " + to_string(w.framework));
+    need(m.activation == Activation::SwiGLU, "the activation's fp8 input store needs SwiGLU",
+         "model " + m.name + " uses another activation");
+  }
+  need(!w.compile || w.framework == Framework::Torchtitan, "torch.compile of the blocks is torchtitan's (training.compile)",
+       "--compile with framework " + to_string(w.framework) +
+           " (Megatron-LM and DeepSpeed run fused kernels of their own; use --framework torchtitan)");
+  if (w.deepep_dispatch) {
+    need(w.framework == Framework::Megatron, "the DeepEP dispatcher is Megatron's (its flex token dispatcher)",
+         "--moe-enable-deepep with framework " + to_string(w.framework));
+    need(m.moe.enabled(), "the DeepEP dispatcher needs an MoE model", "--moe-enable-deepep with a dense model");
+  }
+}
+
 void validate_layout(const ModelSpec& m, const Layout& l, const Workload& w, int gpus) {
   auto need = [](bool ok, const char* constraint, const std::string& detail) {
     if (!ok) throw LayoutError(constraint, detail);
   };
   const auto s = [](auto v) { return std::to_string(v); };
+  validate_workload(m, w);
   for (const auto& [name, degree] : {std::pair{"dp", l.dp}, {"tp", l.tp}, {"pp", l.pp}, {"cp", l.cp}, {"ep", l.ep},
                                       {"etp", l.etp}, {"vpp", l.vpp}})
     need(degree >= 1, "degrees are positive", std::string(name) + "=" + s(degree) + " (in " + describe(l) + ")");
@@ -152,18 +177,6 @@ void validate_layout(const ModelSpec& m, const Layout& l, const Workload& w, int
   need(pipeline_allows_dp_overlap(w.framework, l.pp, l.dp * l.cp > 1, l.dp_overlap),
        "DeepSpeed's pipeline engine reduces gradients after the last backward (dp-overlap none)",
        "dp-overlap " + to_string(l.dp_overlap) + " with pp=" + s(l.pp) + " and dp=" + s(l.dp));
-  need(w.mtp_layers >= 0, "mtp layers not negative", s(w.mtp_layers));
-  need(w.mtp_layers == 0 || w.framework == Framework::Megatron, "multi-token prediction is Megatron's",
-       "--mtp-num-layers with framework " + to_string(w.framework));
-  if (w.fp8_activation_input_store) {
-    need(w.framework == Framework::Megatron, "the activation's fp8 input store is Megatron's",
-         "--activation-func-fp8-input-store with framework " + to_string(w.framework));
-    need(m.activation == Activation::SwiGLU, "the activation's fp8 input store needs SwiGLU",
-         "model " + m.name + " uses another activation");
-  }
-  need(!w.compile || w.framework == Framework::Torchtitan, "torch.compile of the blocks is torchtitan's (training.compile)",
-       "--compile with framework " + to_string(w.framework) +
-           " (Megatron-LM and DeepSpeed run fused kernels of their own; use --framework torchtitan)");
   if (l.recompute_modules != 0) {
     namespace rm = recompute_module;
     const unsigned mods = l.recompute_modules;
@@ -201,11 +214,6 @@ void validate_layout(const ModelSpec& m, const Layout& l, const Workload& w, int
     need(fixed < m.layers && (others == 0 ? fixed == m.layers : m.layers - fixed >= others),
          "uneven stages leave at least one layer per stage",
          "first " + s(l.first_stage_layers) + ", last " + s(l.last_stage_layers) + ", layers " + s(m.layers));
-  }
-  if (w.deepep_dispatch) {
-    need(w.framework == Framework::Megatron, "the DeepEP dispatcher is Megatron's (its flex token dispatcher)",
-         "--moe-enable-deepep with framework " + to_string(w.framework));
-    need(m.moe.enabled(), "the DeepEP dispatcher needs an MoE model", "--moe-enable-deepep with a dense model");
   }
   if (!l.pipeline_layout.empty()) {
     const std::vector<PipelineStagePart> stages = parse_pipeline_layout(l.pipeline_layout, "pipeline_model_parallel_layout");

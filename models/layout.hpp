@@ -317,6 +317,10 @@ void take_vpp_from_pipeline_layout(Layout& layout);
 // "ep*etp divides tp*cp*dp", "global batch divisible by dp*micro-batch", "vpp divides layers per
 // stage", ...). gpus <= 0 skips the GPU-count check.
 void validate_layout(const ModelSpec& model, const Layout& layout, const Workload& work, int gpus);
+// The rules of the workload alone, whatever the layout (validate_layout checks them too): what only
+// one framework runs (--compile, --mtp-num-layers, the fp8 SwiGLU input store, DeepEP) and what the
+// model must have for it. A search checks them once, before it enumerates layouts.
+void validate_workload(const ModelSpec& model, const Workload& work);
 
 // Names as users type them, and parsers that throw UsageError listing the allowed values.
 std::string to_string(Dtype d);

@@ -293,6 +293,7 @@ Seconds fast_step_time(const ModelSpec& model, const HardwareProfile& hw, const 
 }
 
 PlanResult plan(const PlanRequest& rq) {
+  validate_workload(rq.model, rq.work);  // no layout could run a workload its framework does not
   PlanResult res;
   res.budget = rq.memory_budget > 0 ? rq.memory_budget : default_memory_budget(rq.hardware);
   std::vector<Mesh> meshes =

@@ -460,6 +460,16 @@ TEST_CASE("--compile: torchtitan's training.compile priced, in the JSON, exporte
   Result r = run_sixfold("predict --model llama3-8b --hardware h100-sxm-80g --gpus 8 --compile");
   CHECK(r.code == 2);
   CHECK(contains(r.output, "--compile with framework megatron"));
+  // plan refuses it too, before searching: no Megatron layout runs torchtitan's compile (it used to
+  // recommend one and print "torch.compile" in its header).
+  for (const char* cmd : {"plan --refine 0", "simulate"}) {
+    r = run_sixfold(std::string(cmd) + " --model llama3-8b --hardware h100-sxm-80g --gpus 8 --compile");
+    CHECK_MESSAGE(r.code == 2, cmd);
+    CHECK_MESSAGE(contains(r.output, "--compile with framework megatron"), cmd);
+  }
+  r = run_sixfold("plan --refine 0 --model llama3-8b --hardware h100-sxm-80g --gpus 8 --framework torchtitan --mtp-num-layers 1");
+  CHECK(r.code == 2);
+  CHECK(contains(r.output, "multi-token prediction is Megatron's"));
   const std::string out = write_temp("compile.toml", "");
   r = run_sixfold("plan --model llama3-8b --hardware h100-sxm-80g --gpus 8 --seq 4096 --global-batch 64 "
                   "--framework torchtitan --compile --export " + out + " --export-format torchtitan");
