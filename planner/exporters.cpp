@@ -269,7 +269,13 @@ std::string export_deepspeed(const Scenario& s) {
   const long long elements = static_cast<long long>(gradient_bucket_bytes(l, s.work) / state_bytes(s.work).gradient);
   z["reduce_bucket_size"] = elements;
   z["allgather_bucket_size"] = elements;
-  if (l.zero == 3) z["stage3_prefetch_bucket_size"] = elements;
+  // ZeRO-3's gathers as priced (simulator/framework_memory.hpp): DeepSpeed's defaults, written out
+  // so that the run holds what the prediction holds.
+  if (l.zero == 3) {
+    z["stage3_prefetch_bucket_size"] = static_cast<long long>(kDeepSpeedPrefetchBucket);
+    z["stage3_max_live_parameters"] = static_cast<long long>(kDeepSpeedMaxLiveParameters);
+    z["stage3_param_persistence_threshold"] = static_cast<long long>(kDeepSpeedPersistenceThreshold);
+  }
   j["zero_optimization"] = z;
   if (l.recompute == Recompute::Full)
     j["activation_checkpointing"] = {{"partition_activations", false}, {"contiguous_memory_optimization", false},

@@ -121,13 +121,16 @@ FrameworkStageMemory framework_stage_memory(const ModelSpec& model, const Worklo
         f.optimizer_step = 4.0 * std::min<double>(kDeepSpeedReduceBucket, double(stage_params));
         break;
       }
+      // The ipg bucket holds reduce_bucket_size elements: DeepSpeed's default or --bucket-size, the
+      // size the DP reductions are priced at and the DeepSpeed export writes.
+      const double bucket = gradient_bucket_bytes(l, work) / state_bytes(work).gradient;
       if (l.zero == 1 || l.zero == 2) {
         // stage_1_and_2.py: the 16-bit weights whole; ZeRO-2 keeps only this rank's gradient
         // partition (ZeRO-1 the whole gradients); one ipg bucket of reduce_bucket_size elements in
         // the optimizer dtype (setup_buckets: a second one only with overlap_comm, which stage 1/2
         // leave off, config.py overlap_comm_valid); step() copies the gradient partition to fp32
         // before the update ("single_grad_partition ... .to(fp32)").
-        f.communication_buffers = double(sb.weight) * std::min<double>(kDeepSpeedReduceBucket, double(stage_params));
+        f.communication_buffers = double(sb.weight) * std::min<double>(bucket, double(stage_params));
         f.optimizer_step = 4.0 * double(sharded_params);
       }
       if (l.zero == 3) {
@@ -137,7 +140,7 @@ FrameworkStageMemory framework_stage_memory(const ModelSpec& model, const Worklo
         // of one sub-group at a time in the step (_prepare_fp32_grad_for_sub_group, sub_group_size).
         const Count persistent = Count(st.layers) * persistent_params_per_layer(model);
         f.weights += sb.weight * double(persistent - ceil_div(persistent, dense_shard));
-        f.communication_buffers = double(sb.gradient) * std::min<double>(kDeepSpeedReduceBucket, double(stage_params));
+        f.communication_buffers = double(sb.gradient) * std::min<double>(bucket, double(stage_params));
         f.optimizer_step = 4.0 * std::min<double>(kDeepSpeedSubGroup, double(sharded_params));
         // Gathered in flight: the module being run whole, and the prefetch bucket
         // (stage3_prefetch_bucket_size) behind it, within stage3_max_live_parameters; in the

@@ -79,7 +79,7 @@ Bytes gradient_bucket_bytes(const Layout& l, const Workload& w) {
   switch (w.framework) {
     case Framework::Megatron: return element * std::max(40e6, 1e6 * double(l.dp) * double(l.cp));
     case Framework::DeepSpeed:
-    case Framework::DeepSpeedLegacy: return element * 5e8;
+    case Framework::DeepSpeedLegacy: return element * kDeepSpeedReduceBucket;
     case Framework::Torchtitan: return 25 * kMiB;
   }
   return 25 * kMiB;

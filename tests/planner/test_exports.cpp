@@ -118,6 +118,12 @@ TEST_CASE("DeepSpeed config keys are names DeepSpeed's config defines, TP/PP lay
   CHECK(j["zero_optimization"]["stage"] == 3);
   // The bucket priced is the one written: DeepSpeed's default reduce_bucket_size, 5e8 elements.
   CHECK(j["zero_optimization"]["reduce_bucket_size"] == 500000000);
+  // ZeRO-3's prefetch and live-parameter limits as the memory model prices them (DeepSpeed's
+  // defaults), not the reduce bucket: 5e8 elements of prefetch would hold 10x the gathered
+  // parameters sixfold counted.
+  CHECK(j["zero_optimization"]["stage3_prefetch_bucket_size"] == 50000000);
+  CHECK(j["zero_optimization"]["stage3_max_live_parameters"] == 1000000000);
+  CHECK(j["zero_optimization"]["stage3_param_persistence_threshold"] == 100000);
   s.layout.tp = 2; s.layout.dp = 4;
   CHECK_THROWS_AS(export_deepspeed(s), UsageError);
 }
