@@ -31,6 +31,7 @@ GPUS = {"h100_80gb": "h100-sxm-80g", "a100_80gb": "a100-sxm-80g", "a100_40gb": "
 SECTION_DATES = [
     ("H100 80GB BF16 (Large Scale", "2024-01", "5e85bd62d"),
     ("H100 80GB BF16", "2023-10", "b2a43a147"),
+    ("H100 80GB FP8", "2023-10", "b2a43a147"),
     ("A100 80GB with 1600 Gbps", "2023-07", "ef350d9e6"),
     ("A100 40GB with 1600 Gbps", "2023-07", "ef350d9e6"),
 ]
@@ -59,7 +60,9 @@ def main() -> int:
     args = ap.parse_args()
     out = csv.DictWriter(sys.stdout, COLUMNS, lineterminator="\n")
     out.writeheader()
-    heading, n = "", 0
+    # Rows are numbered LF1, LF2, ... in the README's order; the FP8 table's as LFP1, LFP2, ... so
+    # that adding it (it was left out before 2026-12-07) renumbered none of the others.
+    heading, n, n_fp8 = "", 0, 0
     for line in open(args.readme, encoding="utf-8"):
         if line.startswith("## "):
             heading = line[3:].strip()
@@ -68,14 +71,20 @@ def main() -> int:
         if len(cells) < 20 or cells[0] not in SHAPES:
             continue
         dated = section_date(heading)
-        if dated is None or cells[3] not in GPUS:  # the FP8 table has no rows; anything unknown is left out
+        if dated is None or cells[3] not in GPUS:  # a table of an unknown date or GPU is left out
             continue
         date, added = dated
         flash2 = any(heading.startswith(p) and cells[0] in models for p, models in FLASH2_SWEEPS.items())
         layers, hidden, heads = SHAPES[cells[0]]
-        n += 1
+        # Precision amp_fp8: Composer's TransformerEngine fp8 autocast of the te.Linear layers; its MFU
+        # is counted against the fp8 peak (the table's "Model TFLOP" is MFU x 1979).
+        fp8 = "fp8" in cells[14]
+        if fp8:
+            n_fp8 += 1
+        else:
+            n += 1
         out.writerow({
-            "id": f"LF{n}",
+            "id": f"LFP{n_fp8}" if fp8 else f"LF{n}",
             "source": f"mosaicml/llm-foundry scripts/train/benchmarking/README.md @{args.commit[:9]} · {heading} "
                       f"(section added in {added}): {cells[0]}, seq {cells[1]}, {cells[2]} GPUs",
             "layers": layers, "hidden": hidden, "ffn": 4 * hidden, "heads": heads, "kv_heads": heads,
@@ -84,7 +93,7 @@ def main() -> int:
             "zero": 3 if cells[16] == "FULL_SHARD" else 2,
             "micro_batch": cells[7], "global_batch": cells[9],
             "recompute": "full" if cells[17] == "True" else "none",
-            "dtype": "bf16", "mfu_pct": cells[4], "tokens_per_gpu_s": cells[12],
+            "dtype": "fp8" if fp8 else "bf16", "mfu_pct": cells[4], "tokens_per_gpu_s": cells[12],
             "framework": "llm-foundry", "framework_date": date, "attention": "flash-attention-2" if flash2 else "flash",
             "dp_overlap": 1,
             "notes": f"precision {cells[14]}, FSDP mixed precision {cells[15]}, {cells[16]}; HFU {cells[5]}",
