@@ -16,7 +16,7 @@
 namespace sixfold {
 
 Bytes default_memory_budget(const HardwareProfile& hw) {
-  return std::max(0.0, hw.memory_capacity - kDefaultMemoryReserve);
+  return std::max(0.0, hw.memory_capacity / (1 + kMemoryUnderPredictionMargin));
 }
 
 bool candidate_better(const Candidate& a, const Candidate& b) {
