@@ -193,12 +193,7 @@ struct PlanCommand {
     }
 
     if (json) {
-      nlohmann::ordered_json out;
-      out["model"] = s.model.name;
-      out["hardware"] = s.hardware.name;
-      out["gpus"] = s.gpus;
-      out["framework"] = to_string(s.work.framework);
-      out["workload"] = workload_json(s.work);
+      nlohmann::ordered_json out = scenario_json(s, false);  // the layouts come below, ranked
       out["memory_budget_bytes"] = res.budget;
       out["refined"] = res.refined;
       nlohmann::ordered_json rec;

@@ -79,13 +79,7 @@ struct PredictCommand {
         ops ? list_ops(s.model, s.hardware, s.work, s.layout, expand_step_program(s.model, s.layout, s.work)) : std::vector<ListedOp>{};
     if (json) {
       auto j = prediction_json(p);
-      nlohmann::ordered_json out;
-      out["model"] = s.model.name;
-      out["hardware"] = s.hardware.name;
-      out["gpus"] = s.gpus;
-      out["framework"] = to_string(s.work.framework);
-      out["workload"] = workload_json(s.work);
-    out["layout"] = layout_json(s.layout);
+      nlohmann::ordered_json out = scenario_json(s);
       for (auto& [k, v] : j.items()) out[k] = v;
       out["prediction"]["expected_error"] = expected_error_json(s);
       out["prediction"]["memory_fit"] = to_string(memory_fit(p, s.hardware));

@@ -20,13 +20,7 @@ struct SimulateCommand {
   std::string trace, report;
 
   nlohmann::ordered_json to_json(const Scenario& s, const SimulationResult& r, const Prediction& closed) const {
-    nlohmann::ordered_json out;
-    out["model"] = s.model.name;
-    out["hardware"] = s.hardware.name;
-    out["gpus"] = s.gpus;
-    out["framework"] = to_string(s.work.framework);
-    out["workload"] = workload_json(s.work);
-    out["layout"] = layout_json(s.layout);
+    nlohmann::ordered_json out = scenario_json(s);
     out["simulated"] = true;
     const nlohmann::ordered_json predicted = prediction_json(r.prediction);
     for (const auto& [k, v] : predicted.items()) out[k] = v;

@@ -77,16 +77,9 @@ struct ValidateCommand {
     const Scenario& s = row.scenario;
     const Prediction p = simulate ? simulated_prediction(s) : predict(s.model, s.hardware, s.work, s.layout);
     if (json) {
-      nlohmann::ordered_json out;
-      out["id"] = row.id;
-      out["predictor"] = predictor_name();
-      out["model"] = s.model.name;
-      out["hardware"] = s.hardware.name;
-      out["gpus"] = s.gpus;
-      out["framework"] = to_string(s.work.framework);
-      out["codebase"] = codebase;
-      out["workload"] = workload_json(s.work);
-      out["layout"] = layout_json(s.layout);
+      nlohmann::ordered_json out = {{"id", row.id}, {"predictor", predictor_name()}, {"codebase", codebase}};
+      const nlohmann::ordered_json scenario = scenario_json(s);  // named: items() must not outlive it
+      for (const auto& [k, v] : scenario.items()) out[k] = v;
       out["filled"] = row.filled;
       const nlohmann::ordered_json priced = prediction_json(p);  // named: items() must not outlive it
       for (const auto& [k, v] : priced.items()) out[k] = v;

@@ -1,6 +1,7 @@
 #include "tools/cli/report.hpp"
 
 #include "simulator/fit/error_band.hpp"
+#include "simulator/io/prediction_json.hpp"
 
 #include <unistd.h>
 
@@ -126,6 +127,17 @@ void print_memory_fit(std::ostream& out, const Prediction& p, const HardwareProf
 void print_expected_error(std::ostream& out, const Scenario& s, Seconds step_time) {
   if (auto band = expected_error(builtin_residual_runs(), s.work.framework, s.hardware.name, s.gpus))
     out << "step " << format_seconds(step_time) << ", " << describe(*band) << "\n";
+}
+
+nlohmann::ordered_json scenario_json(const Scenario& s, bool with_layout) {
+  nlohmann::ordered_json out;
+  out["model"] = s.model.name;
+  out["hardware"] = s.hardware.name;
+  out["gpus"] = s.gpus;
+  out["framework"] = to_string(s.work.framework);
+  out["workload"] = workload_json(s.work);
+  if (with_layout) out["layout"] = layout_json(s.layout);
+  return out;
 }
 
 nlohmann::ordered_json expected_error_json(const Scenario& s) {

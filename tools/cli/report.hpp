@@ -29,5 +29,8 @@ void print_expected_error(std::ostream& out, const Scenario& s, Seconds step_tim
 void print_memory_fit(std::ostream& out, const Prediction& p, const HardwareProfile& hw);
 // {"pct", "runs", "basis"} or null.
 nlohmann::ordered_json expected_error_json(const Scenario& s);
+// What every --json output opens with: model, hardware, gpus, framework, workload and (unless a
+// search chose it) the layout, in that order; the prediction's keys follow.
+nlohmann::ordered_json scenario_json(const Scenario& s, bool with_layout = true);
 
 }  // namespace sixfold::cli
