@@ -203,6 +203,19 @@ TEST_CASE("validate --explain: one row priced as the full run prices it, by comp
   CHECK(r.code == 2);
 }
 
+TEST_CASE("predict notes a layout that fits by less than the memory model's measured error, as plan's budget does") {
+  const std::string base = "predict --model llama3-70b --hardware h100-sxm-80g --gpus 64 --global-batch 128 --tp 8 --pp 2 "
+                           "--sp --zero 1 --micro-batch 2 --recompute selective --seq ";
+  Result tight = run_sixfold(base + "7168");  // 77.3 GiB of 80: over the 74.4 GiB budget, under the GPU
+  REQUIRE(tight.code == 0);
+  CHECK(contains(tight.output, "by less than sixfold's measured memory error"));
+  CHECK(contains(tight.output, "`plan` keeps layouts under 74.42 GiB"));
+  CHECK_FALSE(contains(tight.output, "warning:"));
+  Result roomy = run_sixfold(base + "6144");  // 71.7 GiB
+  REQUIRE(roomy.code == 0);
+  CHECK_FALSE(contains(roomy.output, "measured memory error"));
+}
+
 TEST_CASE("run refuses a plan of another schema version, an unknown backend and a wrong world size") {
   const std::string plan = write_temp("plan-v9.yaml",
                                       "schema_version: 9\nmodel: seed-tp\nhardware: h100-sxm-80g\ngpus: 1\n"
