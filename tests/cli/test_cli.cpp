@@ -189,9 +189,11 @@ TEST_CASE("validate --explain: one row priced as the full run prices it, by comp
   CHECK(j["codebase"] == "torchtitan 2024-12");
   CHECK(j["stages"].size() == 8);  // pp 8: every stage's memory
   CHECK(j["time"].contains("bubble"));
+  // The band predict would print, the one the file's run checks the row against.
+  CHECK(j["prediction"]["expected_error"]["pct"].get<double>() == doctest::Approx(row["expected_error_pct"].get<double>()));
   r = run_sixfold("validate " + file + " --explain G13");
   REQUIRE(r.code == 0);
-  for (const char* part : {"memory per GPU", "time per step", "filled: micro_batch=4", "tokens_per_gpu_s"})
+  for (const char* part : {"memory per GPU", "time per step", "filled: micro_batch=4", "tokens_per_gpu_s", "expect +-"})
     CHECK(contains(r.output, part));
   r = run_sixfold("validate " + file + " --explain G133");
   CHECK(r.code == 2);

@@ -83,6 +83,7 @@ struct ValidateCommand {
       out["filled"] = row.filled;
       const nlohmann::ordered_json priced = prediction_json(p);  // named: items() must not outlive it
       for (const auto& [k, v] : priced.items()) out[k] = v;
+      out["prediction"]["expected_error"] = expected_error_json(s);  // as predict --json carries it
       out["prediction"]["memory_fit"] = to_string(row.memory_fit);
       out["measured"] = row.measured;
       out["predicted"] = row.predicted;
@@ -98,6 +99,7 @@ struct ValidateCommand {
     for (const std::string& f : row.filled) filled += (filled.empty() ? "" : ", ") + f;
     std::cout << "filled: " << (filled.empty() ? "nothing (every field stated)" : filled) << "\n";
     print_prediction(std::cout, p);
+    print_expected_error(std::cout, s, p.step_time);
     print_memory_fit(std::cout, p, s.hardware);
     std::printf("\n%-18s %12s %12s %9s\n", "metric", "measured", "predicted", "error");
     for (const auto& [metric, measured] : row.measured)
