@@ -18,16 +18,21 @@ class UsageError : public Error {
   using Error::Error;
 };
 
-// A layout that violates a named constraint (e.g. "tp divides heads").
+// A layout that violates a named constraint (e.g. "tp divides heads"); `subject` names what broke
+// it where that is not the layout ("workload": --compile under Megatron, whatever the layout).
 class LayoutError : public UsageError {
  public:
-  LayoutError(const std::string& constraint, const std::string& detail)
-      : UsageError("layout violates '" + constraint + "': " + detail), constraint_(constraint), detail_(detail) {}
+  LayoutError(const std::string& constraint, const std::string& detail, const std::string& subject = "layout")
+      : UsageError(subject + " violates '" + constraint + "': " + detail),
+        constraint_(constraint),
+        detail_(detail),
+        subject_(subject) {}
   const std::string& constraint() const { return constraint_; }
   const std::string& detail() const { return detail_; }
+  const std::string& subject() const { return subject_; }
 
  private:
-  std::string constraint_, detail_;
+  std::string constraint_, detail_, subject_;
 };
 
 }  // namespace sixfold

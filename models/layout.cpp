@@ -95,7 +95,7 @@ void take_vpp_from_pipeline_layout(Layout& l) {
 
 void validate_workload(const ModelSpec& m, const Workload& w) {
   auto need = [](bool ok, const char* constraint, const std::string& detail) {
-    if (!ok) throw LayoutError(constraint, detail);
+    if (!ok) throw LayoutError(constraint, detail, "workload");
   };
   const auto s = [](auto v) { return std::to_string(v); };
   need(w.mtp_layers >= 0, "mtp layers not negative", s(w.mtp_layers));

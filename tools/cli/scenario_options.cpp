@@ -93,7 +93,7 @@ void ScenarioFlags::validate(const Scenario& s) const {
   try {
     validate_layout(s.model, s.layout, s.work, s.gpus);
   } catch (const LayoutError& e) {
-    throw LayoutError(e.constraint(), e.detail() + origin());
+    throw LayoutError(e.constraint(), e.detail() + origin(), e.subject());
   }
 }
 
@@ -202,7 +202,7 @@ Scenario ScenarioFlags::resolve(bool with_layout) const {
   try {
     l.dp = dp_for_gpus(l, s.gpus);
   } catch (const LayoutError& e) {
-    throw LayoutError(e.constraint(), e.detail() + " (--gpus)" + origin());
+    throw LayoutError(e.constraint(), e.detail() + " (--gpus)" + origin(), e.subject());
   }
   if (global_batch) s.work.global_batch = *global_batch;
   else if (!have_base) {
