@@ -216,6 +216,13 @@ TEST_CASE("predict notes a layout that fits by less than the memory model's meas
   Result roomy = run_sixfold(base + "6144");  // 71.7 GiB
   REQUIRE(roomy.code == 0);
   CHECK_FALSE(contains(roomy.output, "measured memory error"));
+  // --json says the same: fits the GPU, not the budget plan would keep it under.
+  const auto tj = nlohmann::json::parse(run_sixfold(base + "7168 --json").output)["prediction"];
+  const auto rj = nlohmann::json::parse(run_sixfold(base + "6144 --json").output)["prediction"];
+  CHECK(tj["memory_fit"] == "fits");
+  CHECK(tj["within_memory_budget"] == false);
+  CHECK(rj["within_memory_budget"] == true);
+  CHECK(tj["memory_budget_bytes"].get<double>() == doctest::Approx(80.0 * 1024 * 1024 * 1024 / 1.075));
 }
 
 TEST_CASE("run refuses a plan of another schema version, an unknown backend and a wrong world size") {

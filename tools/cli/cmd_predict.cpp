@@ -82,7 +82,7 @@ struct PredictCommand {
       nlohmann::ordered_json out = scenario_json(s);
       for (auto& [k, v] : j.items()) out[k] = v;
       out["prediction"]["expected_error"] = expected_error_json(s);
-      out["prediction"]["memory_fit"] = to_string(memory_fit(p, s.hardware));
+      add_memory_fit_json(out["prediction"], p, s.hardware);
       if (ops) out["ops"] = ops_json(listed);
       std::cout << out.dump(2) << "\n";
       return 0;

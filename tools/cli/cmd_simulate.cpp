@@ -24,7 +24,7 @@ struct SimulateCommand {
     out["simulated"] = true;
     const nlohmann::ordered_json predicted = prediction_json(r.prediction);
     for (const auto& [k, v] : predicted.items()) out[k] = v;
-    out["prediction"]["memory_fit"] = to_string(memory_fit(r.prediction, s.hardware));  // as predict's
+    add_memory_fit_json(out["prediction"], r.prediction, s.hardware);  // as predict's
     out["closed_form_step_time_s"] = closed.step_time;
     out["bottleneck_stage"] = r.bottleneck_stage;
     nlohmann::ordered_json stages = nlohmann::ordered_json::array();

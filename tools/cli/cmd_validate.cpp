@@ -84,7 +84,7 @@ struct ValidateCommand {
       const nlohmann::ordered_json priced = prediction_json(p);  // named: items() must not outlive it
       for (const auto& [k, v] : priced.items()) out[k] = v;
       out["prediction"]["expected_error"] = expected_error_json(s);  // as predict --json carries it
-      out["prediction"]["memory_fit"] = to_string(row.memory_fit);
+      add_memory_fit_json(out["prediction"], p, s.hardware);  // p is the row's prediction, priced again
       out["measured"] = row.measured;
       out["predicted"] = row.predicted;
       out["error_pct"] = row.error_pct;

@@ -134,6 +134,12 @@ void print_memory_fit(std::ostream& out, const Prediction& p, const HardwareProf
   out << line;
 }
 
+void add_memory_fit_json(nlohmann::ordered_json& prediction, const Prediction& p, const HardwareProfile& hw) {
+  prediction["memory_fit"] = to_string(memory_fit(p, hw));
+  prediction["memory_budget_bytes"] = default_memory_budget(hw);
+  prediction["within_memory_budget"] = p.peak_memory <= default_memory_budget(hw);
+}
+
 void print_expected_error(std::ostream& out, const Scenario& s, Seconds step_time) {
   if (auto band = expected_error(builtin_residual_runs(), s.work.framework, s.hardware.name, s.gpus))
     out << "step " << format_seconds(step_time) << ", " << describe(*band) << "\n";

@@ -25,8 +25,12 @@ bool stdout_is_terminal();
 // "step 50.7 s, expect +-6% (23 similar measured runs: ...)" from the out-of-source residuals of
 // the measured runs most like this one (simulator/fit/error_band.hpp); nothing when none are built in.
 void print_expected_error(std::ostream& out, const Scenario& s, Seconds step_time);
-// A warning where the prediction does not fit the GPU, or fits only by the allocator's retries.
+// A warning where the prediction does not fit the GPU, or fits only by the allocator's retries; a
+// note where it fits the GPU but not plan's default budget (the memory model's measured error).
 void print_memory_fit(std::ostream& out, const Prediction& p, const HardwareProfile& hw);
+// The same verdict into a --json "prediction" object: "memory_fit" and, as plan's JSON names it,
+// "memory_budget_bytes" (plan's default budget on this GPU) with "within_memory_budget".
+void add_memory_fit_json(nlohmann::ordered_json& prediction, const Prediction& p, const HardwareProfile& hw);
 // {"pct", "runs", "basis"} or null.
 nlohmann::ordered_json expected_error_json(const Scenario& s);
 // What every --json output opens with: model, hardware, gpus, framework, workload and (unless a
