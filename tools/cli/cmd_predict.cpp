@@ -78,11 +78,8 @@ struct PredictCommand {
     const std::vector<ListedOp> listed =
         ops ? list_ops(s.model, s.hardware, s.work, s.layout, expand_step_program(s.model, s.layout, s.work)) : std::vector<ListedOp>{};
     if (json) {
-      auto j = prediction_json(p);
       nlohmann::ordered_json out = scenario_json(s);
-      for (auto& [k, v] : j.items()) out[k] = v;
-      out["prediction"]["expected_error"] = expected_error_json(s);
-      add_memory_fit_json(out["prediction"], p, s.hardware);
+      add_prediction_json(out, s, p, true);
       if (ops) out["ops"] = ops_json(listed);
       std::cout << out.dump(2) << "\n";
       return 0;

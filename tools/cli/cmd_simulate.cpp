@@ -22,9 +22,7 @@ struct SimulateCommand {
   nlohmann::ordered_json to_json(const Scenario& s, const SimulationResult& r, const Prediction& closed) const {
     nlohmann::ordered_json out = scenario_json(s);
     out["simulated"] = true;
-    const nlohmann::ordered_json predicted = prediction_json(r.prediction);
-    for (const auto& [k, v] : predicted.items()) out[k] = v;
-    add_memory_fit_json(out["prediction"], r.prediction, s.hardware);  // as predict's
+    add_prediction_json(out, s, r.prediction, false);  // as predict's, without the band
     out["closed_form_step_time_s"] = closed.step_time;
     out["bottleneck_stage"] = r.bottleneck_stage;
     nlohmann::ordered_json stages = nlohmann::ordered_json::array();

@@ -11,7 +11,6 @@
 #include "common/progress.hpp"
 #include "common/suggest.hpp"
 #include "simulator/cost_model.hpp"
-#include "simulator/io/prediction_json.hpp"
 #include "simulator/step_simulator.hpp"
 #include "simulator/fit/validation.hpp"
 #include "tools/cli/command.hpp"
@@ -81,10 +80,7 @@ struct ValidateCommand {
       const nlohmann::ordered_json scenario = scenario_json(s);  // named: items() must not outlive it
       for (const auto& [k, v] : scenario.items()) out[k] = v;
       out["filled"] = row.filled;
-      const nlohmann::ordered_json priced = prediction_json(p);  // named: items() must not outlive it
-      for (const auto& [k, v] : priced.items()) out[k] = v;
-      out["prediction"]["expected_error"] = expected_error_json(s);  // as predict --json carries it
-      add_memory_fit_json(out["prediction"], p, s.hardware);  // p is the row's prediction, priced again
+      add_prediction_json(out, s, p, true);  // as predict --json: p is the row's prediction, priced again
       out["measured"] = row.measured;
       out["predicted"] = row.predicted;
       out["error_pct"] = row.error_pct;

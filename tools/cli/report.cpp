@@ -134,10 +134,15 @@ void print_memory_fit(std::ostream& out, const Prediction& p, const HardwareProf
   out << line;
 }
 
-void add_memory_fit_json(nlohmann::ordered_json& prediction, const Prediction& p, const HardwareProfile& hw) {
-  prediction["memory_fit"] = to_string(memory_fit(p, hw));
-  prediction["memory_budget_bytes"] = default_memory_budget(hw);
-  prediction["within_memory_budget"] = p.peak_memory <= default_memory_budget(hw);
+void add_prediction_json(nlohmann::ordered_json& out, const Scenario& s, const Prediction& p, bool with_band) {
+  const nlohmann::ordered_json priced = prediction_json(p);  // named: items() must not outlive it
+  for (const auto& [k, v] : priced.items()) out[k] = v;
+  nlohmann::ordered_json& prediction = out["prediction"];
+  if (with_band) prediction["expected_error"] = expected_error_json(s);
+  const Bytes budget = default_memory_budget(s.hardware);
+  prediction["memory_fit"] = to_string(memory_fit(p, s.hardware));
+  prediction["memory_budget_bytes"] = budget;
+  prediction["within_memory_budget"] = p.peak_memory <= budget;
 }
 
 void print_expected_error(std::ostream& out, const Scenario& s, Seconds step_time) {

@@ -28,9 +28,11 @@ void print_expected_error(std::ostream& out, const Scenario& s, Seconds step_tim
 // A warning where the prediction does not fit the GPU, or fits only by the allocator's retries; a
 // note where it fits the GPU but not plan's default budget (the memory model's measured error).
 void print_memory_fit(std::ostream& out, const Prediction& p, const HardwareProfile& hw);
-// The same verdict into a --json "prediction" object: "memory_fit" and, as plan's JSON names it,
-// "memory_budget_bytes" (plan's default budget on this GPU) with "within_memory_budget".
-void add_memory_fit_json(nlohmann::ordered_json& prediction, const Prediction& p, const HardwareProfile& hw);
+// Appends a priced layout's --json keys to `out` (after the scenario's): prediction_json's, then in
+// "prediction" the error band (with_band) and the memory verdict print_memory_fit prints, "memory_fit"
+// and, as plan's JSON names it, "memory_budget_bytes" (plan's default budget) with
+// "within_memory_budget". One place for predict, simulate and validate --explain.
+void add_prediction_json(nlohmann::ordered_json& out, const Scenario& s, const Prediction& p, bool with_band);
 // {"pct", "runs", "basis"} or null.
 nlohmann::ordered_json expected_error_json(const Scenario& s);
 // What every --json output opens with: model, hardware, gpus, framework, workload and (unless a
