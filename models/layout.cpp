@@ -110,6 +110,12 @@ void validate_workload(const ModelSpec& m, const Workload& w) {
   need(!w.compile || w.framework == Framework::Torchtitan, "torch.compile of the blocks is torchtitan's (training.compile)",
        "--compile with framework " + to_string(w.framework) +
            " (Megatron-LM and DeepSpeed run fused kernels of their own; use --framework torchtitan)");
+  if (w.fsdp_float8_all_gather) {
+    need(w.framework == Framework::Torchtitan, "the FSDP float8 all-gather is torchtitan's (torchao's Float8Linear)",
+         "--fsdp-float8-all-gather with framework " + to_string(w.framework));
+    need(w.dtype == Dtype::FP8, "the FSDP float8 all-gather needs fp8 training",
+         "--fsdp-float8-all-gather with dtype " + to_string(w.dtype));
+  }
   if (w.deepep_dispatch) {
     need(w.framework == Framework::Megatron, "the DeepEP dispatcher is Megatron's (its flex token dispatcher)",
          "--moe-enable-deepep with framework " + to_string(w.framework));
@@ -483,6 +489,11 @@ CrossEntropy cross_entropy_of(const Workload& work) {
 bool p2p_overlapped(const Workload& work, const Layout& layout) {
   return work.overlap_p2p_comm && work.framework == Framework::Megatron && layout.pp > 1 &&
          layout.schedule == Schedule::Interleaved && layout.vpp > 1;
+}
+
+bool fsdp_float8_gathers(const Workload& work, const Layout& layout) {
+  return work.fsdp_float8_all_gather && work.dtype == Dtype::FP8 && work.framework == Framework::Torchtitan &&
+         layout.zero == 3 && layout.dp * layout.cp > 1;
 }
 
 bool bf16_optimizer_runs(const Workload& work, const Layout& layout) {

@@ -287,6 +287,13 @@ struct Workload {
   // select_op_checkpoint). Priced for memory and for the loss; the fusion of the blocks'
   // pointwise kernels is not priced (their ops already cost what a fused kernel moves).
   bool compile = false;
+  // torchao's float8 all-gather under FSDP2 (torchtitan's enable_fsdp_float8_all_gather, with
+  // precompute_float8_dynamic_scale_for_fsdp): each Float8Linear weight is cast to fp8 on its
+  // shard before the all-gather (torchao/float8/fsdp_utils.py, WeightWithDynamicFloat8CastTensor.
+  // fsdp_pre_all_gather, with the scale one all-reduce of every weight's amax computes after the
+  // optimizer step), so the gather moves 1 byte an element and the layer gets an fp8 weight it
+  // does not cast again. Off by default, as in torchtitan; see fsdp_float8_gathers().
+  bool fsdp_float8_all_gather = false;
 };
 
 // Micro-batches per pipeline per step (gradient accumulation steps).
@@ -366,6 +373,12 @@ bool p2p_overlapped(const Workload& work, const Layout& layout);
 // parameter tensor), and the data-parallel reduction all-reduces the fp32 gradients
 // (_bf16_reduce_grads) before each rank updates its partition and the bf16 weights are gathered.
 bool bf16_optimizer_runs(const Workload& work, const Layout& layout);
+
+// Whether FSDP gathers the linear layers' weights in fp8 (Workload::fsdp_float8_all_gather): only
+// under torchtitan's fp8 training and where FSDP shards (ZeRO-3 over more than one dp x cp rank);
+// elsewhere the flag changes nothing, as in torchtitan, whose Float8Linear casts its weight itself
+// when no FSDP all-gather did.
+bool fsdp_float8_gathers(const Workload& work, const Layout& layout);
 bool parse_adam_moments(const std::string& s);  // "fp32" -> false, "bf16" -> true
 Count bytes_per_element(Dtype d);  // matrix-input width: fp8 1, bf16/fp16 2, fp32/tf32 4
 

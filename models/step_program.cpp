@@ -663,8 +663,18 @@ LayerProgram make_layer(const ModelSpec& m, const Layout& l, const Workload& w, 
   //   Float8ColwiseParallel casts a column-parallel input on its sequence shard before the
   //   all-gather and saves the fp8 copy, so its backward recasts no input. The dense GEMMs only:
   //   torchao's MoE path is another one.
+  //   With the FSDP float8 all-gather (fsdp_float8_gathers) the weight arrives in fp8: the forward
+  //   casts no weight, and the backward's grad_output x weight copies the row-major fp8 weight
+  //   into the column-major operand _scaled_mm takes (torchao/float8/float8_ops.py,
+  //   preprocess_addmm: b_data.t().contiguous().t(); read 1, write 1). The cast of the fp32 shard
+  //   before the all-gather runs in FSDP2's copy-in on the all-gather stream, unpriced like the
+  //   bf16 copy-in it replaces (5 bytes a shard element against 6).
+  for (const Op& op : lp.forward)
+    if (op.kind == OpKind::Gemm && op.op_class == OpClass::Gemm && !op.grouped)
+      lp.linear_weight_params += op.k * op.n;
   if (w.dtype == Dtype::FP8) {
     const bool torchao = w.framework == Framework::Torchtitan;
+    const bool fp8_weight = fsdp_float8_gathers(w, l);
     for (Op& op : lp.forward) {
       if (op.kind != OpKind::Gemm || op.op_class != OpClass::Gemm) continue;
       const double mk = double(op.m) * double(op.k) * double(op.batch), mn = double(op.m) * double(op.n) * double(op.batch);
@@ -675,8 +685,8 @@ LayerProgram make_layer(const ModelSpec& m, const Layout& l, const Workload& w, 
       }
       const double kn = double(op.k) * double(op.n);
       const bool colwise_tp = d.tp > 1 && op.k == d.h;  // a row-parallel input is a tp-shard of its width
-      op.cast_bytes = 5.0 * (colwise_tp ? mk / d.tp : mk) + 5.0 * kn;
-      op.backward_cast_bytes = 6.0 * mn + 5.0 * kn + (colwise_tp ? 0.0 : 5.0 * mk);
+      op.cast_bytes = 5.0 * (colwise_tp ? mk / d.tp : mk) + (fp8_weight ? 0.0 : 5.0 * kn);
+      op.backward_cast_bytes = 6.0 * mn + (fp8_weight ? 2.0 : 5.0) * kn + (colwise_tp ? 0.0 : 5.0 * mk);
     }
   }
 
@@ -984,7 +994,8 @@ bool same_program_parts(const Layout& a, const Layout& b, const Workload& work) 
   return a.tp == b.tp && a.cp == b.cp && a.ep == b.ep && a.etp == b.etp && a.sp == b.sp &&
          a.micro_batch == b.micro_batch && a.recompute == b.recompute && a.recompute_modules == b.recompute_modules &&
          a.partial_recompute() == b.partial_recompute() && (a.pp == 1) == (b.pp == 1) &&
-         bf16_optimizer_runs(work, a) == bf16_optimizer_runs(work, b);
+         bf16_optimizer_runs(work, a) == bf16_optimizer_runs(work, b) &&
+         fsdp_float8_gathers(work, a) == fsdp_float8_gathers(work, b);
 }
 
 StepProgram expand_step_program(const ModelSpec& m, const Layout& l, const Workload& w) {
@@ -1038,6 +1049,8 @@ StepProgram expand_step_program(const ModelSpec& m, const Layout& l, const Workl
     st.dense_params = Count(st.dense_layers) * pp.dense.dense_params + Count(st.moe_layers) * pp.moe.dense_params +
                       st.edges->dense_params;
     st.expert_params = Count(st.moe_layers) * pp.moe.expert_params + st.edges->expert_params;
+    st.linear_weight_params = Count(st.dense_layers) * pp.dense.linear_weight_params +
+                              Count(st.moe_layers) * pp.moe.linear_weight_params;
     // Megatron sends the SP-sharded activation between stages (scatter-gather optimisation).
     st.pp_send = collective("pp_send", Group::PP, Collective::SendRecv, Bytes((l.sp ? d.sp_tokens : d.tokens) * d.h * d.act), 2);
     prog.stages.push_back(std::move(st));

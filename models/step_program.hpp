@@ -83,6 +83,9 @@ struct LayerProgram {
   Bytes attention_workspace = 0;     // transient bytes of the attention backward beyond its saved inputs (CP gather)
   Count dense_params = 0;            // parameters on this rank, replicated over dp*cp
   Count expert_params = 0;           // parameters on this rank, replicated over the expert-data group
+  // Of dense_params, the weights of the layer's linear GEMMs (not attention's batched GEMMs, the
+  // router or grouped experts): what torchao's Float8Linear converts (fsdp_float8_gathers).
+  Count linear_weight_params = 0;
 };
 
 // What a pipeline stage runs besides its transformer layers, per micro-batch: the embedding on
@@ -108,6 +111,7 @@ struct StageProgram {
   std::shared_ptr<const StageEdges> edges;  // never null
   Count dense_params = 0;                   // incl. embedding/head on this stage
   Count expert_params = 0;
+  Count linear_weight_params = 0;           // of dense_params, the layers' linear weights (LayerProgram)
   Op pp_send;                               // activation send to the next stage (per micro-batch)
 };
 

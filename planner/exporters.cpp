@@ -61,6 +61,9 @@ std::string export_megatron(const Scenario& s) {
   const ModelSpec& m = s.model;
   if (l.schedule == Schedule::GPipe) refuse("Megatron-LM", "GPipe schedule (Megatron runs 1F1B or interleaved 1F1B)");
   if (s.work.compile) refuse("Megatron-LM", "torch.compile of the blocks (torchtitan's compile.enable; Megatron runs its own fused kernels)");
+  if (s.work.fsdp_float8_all_gather)
+    refuse("Megatron-LM", "torchao's FSDP float8 all-gather (torchtitan's enable_fsdp_float8_all_gather; Megatron's "
+                          "--fp8-param-gather is another mechanism, not priced)");
   if (l.schedule == Schedule::ZeroBubble) refuse("Megatron-LM", "zero-bubble schedule (not in Megatron-LM's schedules.py)");
   if (l.dp_overlap == DpOverlap::PerLayer)
     refuse("Megatron-LM", "per-layer gradient all-reduce (Megatron reduces in buckets: use dp_overlap bucketed)");
@@ -254,6 +257,8 @@ std::string export_deepspeed(const Scenario& s) {
   if (s.work.bf16_adam_moments) refuse("DeepSpeed", "bf16 Adam moments (DeepSpeed's Adam keeps them in fp32)");
   if (s.work.fp8_activation_input_store) refuse("DeepSpeed", "the SwiGLU's fp8 input store (Megatron-Core's activation_func_fp8_input_store)");
   if (s.work.compile) refuse("DeepSpeed", "torch.compile of the blocks (torchtitan's compile.enable)");
+  if (s.work.fsdp_float8_all_gather)
+    refuse("DeepSpeed", "torchao's FSDP float8 all-gather (torchtitan's enable_fsdp_float8_all_gather)");
   if (s.work.mtp_layers > 0) refuse("DeepSpeed", "multi-token prediction (Megatron's --mtp-num-layers)");
   nlohmann::ordered_json j;
   j["train_batch_size"] = s.work.global_batch;
@@ -387,10 +392,12 @@ std::string export_torchtitan(const Scenario& s) {
   const char* precision = s.work.dtype == Dtype::FP32 ? "float32" : s.work.dtype == Dtype::FP16 ? "float16" : "bfloat16";
   o << "mixed_precision_param = \"" << precision << "\"\n";
   if (s.work.dtype == Dtype::FP8) {
-    // Priced with the FSDP gathers in bf16: enable_fsdp_float8_all_gather (which torchtitan
-    // recommends with tensorwise scaling) would halve them.
+    // The FSDP gathers as priced: in bf16, or in fp8 with the scales precomputed after the step
+    // (Workload::fsdp_float8_all_gather; torchtitan's docs/float8.md pairs the two with tensorwise
+    // scaling, its default recipe).
     o << "\n[quantize.linear.float8]\n";
-    o << "enable_fsdp_float8_all_gather = false\n";
+    o << "enable_fsdp_float8_all_gather = " << (s.work.fsdp_float8_all_gather ? "true" : "false") << "\n";
+    if (s.work.fsdp_float8_all_gather) o << "precompute_float8_dynamic_scale_for_fsdp = true\n";
     o << "filter_fqns = [\"output\"]\n";
   }
   // job_config.py's Compile: the blocks and the loss. Async TP runs only on compiled blocks

@@ -23,6 +23,12 @@ DpOps dp_ops(const ModelSpec& model, const Workload& work, const Layout& l, cons
   const Bytes dense_grads = double(st.dense_params) * gradient;
   const Bytes expert_grads = double(st.expert_params) * gradient;
   const Bytes dense_weights = double(st.dense_params) * sb.weight;
+  // What a ZeRO-3 gather moves of the dense weights: the linear layers' in fp8 under the FSDP float8
+  // all-gather, the rest (norms, embedding, output head) in the weights' dtype.
+  const Bytes dense_gathered =
+      fsdp_float8_gathers(work, l)
+          ? double(st.dense_params - st.linear_weight_params) * sb.weight + double(st.linear_weight_params) * 1.0
+          : dense_weights;
   const Bytes expert_weights = double(st.expert_params) * sb.weight;
   const Collective grad_op = l.zero == 0 || bf16_optimizer ? Collective::AllReduce : Collective::ReduceScatter;
   const int layers = std::max(1, st.layers);
@@ -82,7 +88,7 @@ DpOps dp_ops(const ModelSpec& model, const Workload& work, const Layout& l, cons
   if (l.zero == 1 || l.zero == 2)
     add("param_gather", "expert_param_gather", DpRole::ParamGather, Collective::AllGather, dense_weights, expert_weights, 1, 1);
   if (l.zero == 3)
-    add("zero3_gather", "expert_zero3_gather", DpRole::Zero3Gather, Collective::AllGather, dense_weights, expert_weights,
+    add("zero3_gather", "expert_zero3_gather", DpRole::Zero3Gather, Collective::AllGather, dense_gathered, expert_weights,
         d.gathers, d.gather_once ? Count(d.gathers) : m * d.gathers * (1 + d.backward_gather_passes));
   // AdamW over this rank's shard: reads the master weights (the weights in fp32 training), the
   // gradient and both moments, writes the master, the moments and the low-precision copy
@@ -95,6 +101,10 @@ DpOps dp_ops(const ModelSpec& model, const Workload& work, const Layout& l, cons
   step.kind = OpKind::Memory;
   step.op_class = OpClass::Optimizer;
   step.bytes = params * (2 * master + gradient + 2 * sb.optimizer + (sb.master > 0 ? sb.weight : 0));
+  // The FSDP float8 all-gather's scales, after the step: the amax of every linear weight's fp32
+  // shard (torch._foreach_norm, inf-norm, in precompute_float8_dynamic_scale_for_fsdp), then one
+  // all-reduce of a float per weight, whose latency is left out with the step's other small ops.
+  if (fsdp_float8_gathers(work, l)) step.bytes += 4.0 * double(st.linear_weight_params) / double(shard);
   d.ops.push_back({step, DpRole::Optimizer, false, 1});
   return d;
 }

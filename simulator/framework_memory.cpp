@@ -154,12 +154,19 @@ FrameworkStageMemory framework_stage_memory(const ModelSpec& model, const Worklo
     }
     case Framework::Torchtitan: {
       const bool keeps_params = l.zero == 3 && l.pp > 1 && traits.zero3_keeps_params_under_pp;
+      // Under the FSDP float8 all-gather a gathered linear weight is the fp8 all-gather output
+      // (fsdp_post_all_gather wraps it in a Float8Tensor): 1 byte an element, not sb.weight.
+      const double fp8_saving = fsdp_float8_gathers(work, l) ? double(sb.weight) - 1.0 : 0.0;
+      const Count layer_linear =
+          prog.dense_layer().dense_params >= prog.moe_layer().dense_params + prog.moe_layer().expert_params
+              ? prog.dense_layer().linear_weight_params
+              : prog.moe_layer().linear_weight_params;
       if (l.zero == 3 && keeps_params) {
         // Under PP torchtitan does not reshard after forward (parallelize_llama.py): each block's
         // all-gather output (bf16) stays, and with gradient sync off for all but the last
         // micro-batch FSDP2 accumulates the unsharded gradient in its fp32 reduce dtype
         // (FSDPParam.to_accumulated_grad_if_needed); the sharded fp32 parameters stay besides.
-        f.weights = state(sb.weight, 4);
+        f.weights = state(sb.weight, 4) - fp8_saving * double(st.linear_weight_params);
         f.gradients = state(4, 4);
         f.master_weights = state(4, 1);
         // A block's bf16 gradient before it is added into the fp32 accumulator; in the last
@@ -178,7 +185,7 @@ FrameworkStageMemory framework_stage_memory(const ModelSpec& model, const Worklo
         // the current and the prefetched transformer block.
         f.gathered_parameters = double(sb.weight) * double(edge_params(model, l, st));
         if (st.layers > 0) {
-          f.gathered_parameters += 2.0 * sb.weight * double(layer_params);
+          f.gathered_parameters += 2.0 * (sb.weight * double(layer_params) - fp8_saving * double(layer_linear));
           // In a block's backward: its unsharded bf16 gradient and the fp32 reduce-scatter input
           // FSDP2 copies it into (foreach_reduce, reduce_dtype fp32).
           f.layer_gradient = (double(sb.weight) + 4.0) * double(layer_params);

@@ -78,6 +78,7 @@ nlohmann::ordered_json workload_json(const Workload& w) {
   j["activation_func_fp8_input_store"] = w.fp8_activation_input_store;
   j["mtp_num_layers"] = w.mtp_layers;
   j["compile"] = w.compile;
+  j["enable_fsdp_float8_all_gather"] = w.fsdp_float8_all_gather;
   return j;
 }
 

@@ -259,3 +259,30 @@ TEST_CASE("Megatron export: a squared-ReLU model sets --squared-relu, not --swig
   CHECK(text.find("--squared-relu") != std::string::npos);
   CHECK(text.find("--swiglu") == std::string::npos);
 }
+
+TEST_CASE("FSDP float8 all-gather: the torchtitan export writes it with its precomputed scales, others refuse it") {
+  Scenario s;
+  s.model_name = "llama3-8b";
+  s.model = load_model("llama3-8b");
+  s.hardware_name = "h100-sxm-80g";
+  s.hardware = load_hardware("h100-sxm-80g");
+  s.gpus = 8;
+  s.work.seq = 8192;
+  s.work.global_batch = 64;
+  s.work.dtype = Dtype::FP8;
+  s.work.framework = Framework::Torchtitan;
+  s.layout.dp = 8;
+  s.layout.zero = 3;
+  s.layout.recompute = Recompute::Full;
+  CHECK(export_torchtitan(s).find("enable_fsdp_float8_all_gather = false\n") != std::string::npos);
+  s.work.fsdp_float8_all_gather = true;
+  const std::string text = export_torchtitan(s);
+  CHECK(sixfold::test::unknown_torchtitan_keys(text).empty());
+  CHECK(text.find("enable_fsdp_float8_all_gather = true\n") != std::string::npos);
+  CHECK(text.find("precompute_float8_dynamic_scale_for_fsdp = true\n") != std::string::npos);
+  CHECK_THROWS_AS(export_megatron(s), UsageError);
+  CHECK_THROWS_AS(export_deepspeed(s), UsageError);
+  // The plan file keeps the flag under torchtitan's name.
+  const Scenario back = parse_scenario(parse_yaml(plan_yaml(s, predict(s.model, s.hardware, s.work, s.layout)), "plan.yaml"));
+  CHECK(back.work.fsdp_float8_all_gather);
+}

@@ -38,6 +38,7 @@ std::string scenario_header(const Scenario& s) {
          (s.work.mtp_layers > 0 ? ", " + std::to_string(s.work.mtp_layers) + " MTP depth(s)" : "") +
          (s.work.fp8_activation_input_store ? ", SwiGLU input stored in fp8" : "") +
          (s.work.compile ? ", torch.compile" : "") +
+         (s.work.fsdp_float8_all_gather ? ", FSDP float8 all-gather" : "") +
          (s.work.bf16_adam_moments ? ", bf16 Adam moments" : "") +
          (!s.work.flash_attention ? ", unfused attention"
           : s.work.attention_kernel != AttentionKernel::Default ? ", attention " + to_string(s.work.attention_kernel)

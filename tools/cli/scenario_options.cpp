@@ -50,6 +50,10 @@ void ScenarioFlags::add_to(CLI::App& app, bool with_layout) {
   app.add_flag("--compile", compile,
                "torch.compile each transformer block and the loss (torchtitan's --compile.enable, training.compile in its older configs): "
                "the backward keeps only what it reads, the loss runs fused (torchtitan only)");
+  app.add_flag("--fsdp-float8-all-gather", fsdp_float8_all_gather,
+               "FSDP all-gathers the fp8 linear weights in fp8 (torchtitan's enable_fsdp_float8_all_gather with "
+               "precompute_float8_dynamic_scale_for_fsdp): half the gather bytes, no per-GEMM weight cast "
+               "(torchtitan with --dtype fp8; it changes layouts whose ZeRO-3 shards over dp x cp > 1)");
   app.add_option("--adam-moments", adam_moments,
                  "fp32 (default) | bf16: Adam's moments in bf16 (Megatron-Core's precision-aware optimizer)");
   app.add_flag("--activation-func-fp8-input-store", fp8_activation_input_store,
@@ -153,6 +157,7 @@ Scenario ScenarioFlags::resolve(bool with_layout) const {
   if (!adam_moments.empty()) s.work.bf16_adam_moments = parse_adam_moments(adam_moments);
   if (fp8_activation_input_store) s.work.fp8_activation_input_store = true;
   if (compile) s.work.compile = true;
+  if (fsdp_float8_all_gather) s.work.fsdp_float8_all_gather = true;
   if (mtp_layers) s.work.mtp_layers = *mtp_layers;
 
   Layout& l = s.layout;
