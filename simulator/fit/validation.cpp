@@ -212,6 +212,10 @@ Scenario scenario_from_row(const CsvTable& t, size_t r, const HardwareLookup& lo
   if (m.ffn <= 0 && number(t.field(r, "experts")).value_or(0) <= 0) m.ffn = 4 * m.hidden;
   if (t.field(r, "dp").empty() && t.field(r, "tp").empty() && t.field(r, "pp").empty())
     throw Error("layout not stated (dp, tp, pp)");
+  // The columns carry no head width: hidden / heads, which a whole number of heads must give.
+  if (m.hidden % m.heads != 0)
+    throw Error("hidden " + std::to_string(m.hidden) + " is not a multiple of heads " + std::to_string(m.heads) +
+                " (the head width is hidden / heads)");
   m.head_dim = int(m.hidden / m.heads);
   const long seq = as_int(t, r, "seq", 0);
   if (seq <= 0) throw Error("seq not stated");

@@ -293,6 +293,10 @@ TEST_CASE("the framework shows in the header, and a framework's export prices th
                   " --export-format torchtitan --framework megatron");
   REQUIRE(r.code == 0);
   CHECK_FALSE(contains(r.output, "runs it"));
+  // `--export torchtitan` reads as a format but names a file: refused before the search.
+  r = run_sixfold("plan --model llama3-8b --hardware h100-sxm-80g --gpus 8 --seq 8192 --global-batch 64 --export torchtitan");
+  CHECK(r.code == 2);
+  CHECK(contains(r.output, "--export-format torchtitan"));
 }
 
 TEST_CASE("--nvlink-domain: GB200's rack-wide fabric shows in the header, cuts the EP fabric when smaller") {
@@ -497,6 +501,32 @@ TEST_CASE("--compile: torchtitan's training.compile priced, in the JSON, exporte
                   "--framework torchtitan --compile --export " + out + " --export-format torchtitan");
   REQUIRE(r.code == 0);
   CHECK(contains(read_file(out), "[compile]\nenable = true\ncomponents = [\"model\", \"loss\"]"));
+}
+
+TEST_CASE("--fsdp-float8-all-gather: priced for torchtitan fp8 FSDP, in the JSON, plan and export, refused elsewhere") {
+  const std::string base = "predict --model llama3-8b --hardware h100-sxm-80g --gpus 16 --zero 3 --seq 8192 "
+                           "--global-batch 32 --recompute full --framework torchtitan --dtype fp8 --json";
+  Result plain = run_sixfold(base);
+  Result fp8 = run_sixfold(base + " --fsdp-float8-all-gather");
+  REQUIRE(plain.code == 0);
+  REQUIRE(fp8.code == 0);
+  const auto jp = nlohmann::json::parse(plain.output), jf = nlohmann::json::parse(fp8.output);
+  CHECK(jf["workload"]["enable_fsdp_float8_all_gather"] == true);
+  CHECK(jp["workload"]["enable_fsdp_float8_all_gather"] == false);
+  CHECK(jf["prediction"]["step_time_s"].get<double>() < jp["prediction"]["step_time_s"].get<double>());
+  CHECK(jf["prediction"]["peak_memory_bytes"].get<double>() < jp["prediction"]["peak_memory_bytes"].get<double>());
+  Result r = run_sixfold("predict --model llama3-8b --hardware h100-sxm-80g --gpus 8 --zero 3 --dtype fp8 --fsdp-float8-all-gather");
+  CHECK(r.code == 2);
+  CHECK(contains(r.output, "--fsdp-float8-all-gather with framework megatron"));
+  r = run_sixfold("plan --refine 0 --model llama3-8b --hardware h100-sxm-80g --gpus 8 --framework torchtitan --fsdp-float8-all-gather");
+  CHECK(r.code == 2);
+  CHECK(contains(r.output, "--fsdp-float8-all-gather with dtype bf16"));
+  const std::string out = write_temp("fp8gather.toml", "");
+  r = run_sixfold("plan --model llama3-8b --hardware h100-sxm-80g --gpus 16 --seq 8192 --global-batch 32 --dtype fp8 "
+                  "--fsdp-float8-all-gather --export " + out + " --export-format torchtitan");
+  REQUIRE(r.code == 0);
+  CHECK(contains(r.output, "FSDP float8 all-gather"));
+  CHECK(contains(read_file(out), "enable_fsdp_float8_all_gather = true\nprecompute_float8_dynamic_scale_for_fsdp = true"));
 }
 
 TEST_CASE("--activation-func-fp8-input-store: priced, exported as the config field Megatron has no flag for, refused where it does not exist") {

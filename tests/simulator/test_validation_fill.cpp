@@ -260,14 +260,18 @@ TEST_CASE("unstated dense FFN is 4 x hidden, unstated layouts and impossible bat
   const ValidationReport rep = run(
       "F1,paper,24,2048,,16,16,50257,2048,,,,a100-sxm-80g,8,8,8,1,1,1,1,1,0,0,1,8,none,bf16,100,,,,,,\n"
       "F2,paper,24,2048,8192,16,16,50257,2048,,,,a100-sxm-80g,8,8,,,,1,1,1,0,0,1,8,none,bf16,100,,,,,,\n"
-      "F3,paper,24,2048,8192,16,16,50257,2048,,,,a100-sxm-80g,8,8,8,1,1,1,1,1,0,0,,12,none,bf16,100,,,,,,\n");
-  REQUIRE(rep.rows.size() == 3);
+      "F3,paper,24,2048,8192,16,16,50257,2048,,,,a100-sxm-80g,8,8,8,1,1,1,1,1,0,0,,12,none,bf16,100,,,,,,\n"
+      "F4,paper,24,2050,8192,16,16,50257,2048,,,,a100-sxm-80g,8,8,8,1,1,1,1,1,0,0,1,8,none,bf16,100,,,,,,\n");
+  REQUIRE(rep.rows.size() == 4);
   REQUIRE_MESSAGE(rep.rows[0].scored, rep.rows[0].skip_reason);
   CHECK(rep.rows[0].scenario.model.ffn == 4 * 2048);
   CHECK_FALSE(rep.rows[1].scored);
   CHECK(rep.rows[1].skip_reason == "layout not stated (dp, tp, pp)");
   CHECK_FALSE(rep.rows[2].scored);
   CHECK(rep.rows[2].skip_reason == "layout invalid: global batch divisible by dp*micro-batch");
+  // A width no whole number of heads gives was priced with hidden / heads rounded down.
+  CHECK_FALSE(rep.rows[3].scored);
+  CHECK(rep.rows[3].skip_reason == "hidden 2050 is not a multiple of heads 16 (the head width is hidden / heads)");
 }
 
 TEST_CASE("Megatron's selective recompute: the module set whose layout is fastest in memory, as for an unstated policy") {

@@ -93,6 +93,15 @@ struct PlanCommand {
   bool json = false, explain = false, no_tp_overlap = false;
 
   int run() const {
+    // `--export torchtitan` names a file, yet reads as a format: refuse it before a search priced
+    // for the default framework writes a YAML plan under that name.
+    if (export_format.empty())
+      for (const char* f : {"megatron", "deepspeed", "torchtitan"})
+        if (export_path == f)
+          throw UsageError("--export " + export_path + " names the file to write; for the " + export_path +
+                           " format add --export-format " + export_path + " (e.g. --export plan." +
+                           (export_path == "megatron" ? "txt" : export_path == "deepspeed" ? "json" : "toml") +
+                           " --export-format " + export_path + ")");
     Scenario s = flags.resolve(false);
     // Planning for a framework's export prices that framework unless --framework says otherwise.
     const ExportFormat format = export_format.empty() ? ExportFormat::Yaml : parse_export_format(export_format);
