@@ -275,7 +275,18 @@ TEST_CASE("FSDP float8 all-gather: the torchtitan export writes it with its prec
   s.layout.zero = 3;
   s.layout.recompute = Recompute::Full;
   CHECK(export_torchtitan(s).find("enable_fsdp_float8_all_gather = false\n") != std::string::npos);
+  // Exported off, the notes say how to price it on; a layout FSDP does not shard gets no such note.
+  auto mentions_flag = [](const std::vector<std::string>& notes) {
+    for (const std::string& n : notes)
+      if (n.find("--fsdp-float8-all-gather") != std::string::npos) return true;
+    return false;
+  };
+  CHECK(mentions_flag(export_notes(ExportFormat::Torchtitan, s)));
+  Scenario unsharded = s;
+  unsharded.layout.dp = 1;
+  CHECK_FALSE(mentions_flag(export_notes(ExportFormat::Torchtitan, unsharded)));
   s.work.fsdp_float8_all_gather = true;
+  CHECK_FALSE(mentions_flag(export_notes(ExportFormat::Torchtitan, s)));
   const std::string text = export_torchtitan(s);
   CHECK(sixfold::test::unknown_torchtitan_keys(text).empty());
   CHECK(text.find("enable_fsdp_float8_all_gather = true\n") != std::string::npos);
