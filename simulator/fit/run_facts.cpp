@@ -274,7 +274,8 @@ std::optional<bool> flag01(const std::string& column, const std::string& v) {
 
 RunFacts parse_run_facts(const std::string& framework, const std::string& framework_date, const std::string& attention,
                          const std::string& dp_overlap, const std::string& tp_overlap,
-                         const std::string& compile, const std::string& ep_dispatcher, const std::string& ep_overlap) {
+                         const std::string& compile, const std::string& ep_dispatcher, const std::string& ep_overlap,
+                         const std::string& fsdp_float8_all_gather) {
   RunFacts f;
   f.codebase = framework.empty() || framework == "unknown" ? "other" : framework;
   bool known = false;
@@ -311,6 +312,10 @@ RunFacts parse_run_facts(const std::string& framework, const std::string& framew
   else if (!ep_dispatcher.empty() && ep_dispatcher != "unknown")
     throw Error("column 'ep_dispatcher': value '" + ep_dispatcher + "' is not alltoall, deepep, hybridep or empty");
   f.ep_overlap = flag01("ep_overlap", ep_overlap);
+  f.fsdp_float8_all_gather = flag01("fsdp_float8_all_gather", fsdp_float8_all_gather);
+  if (f.fsdp_float8_all_gather.value_or(false) && f.codebase != "torchtitan")
+    throw Error("column 'fsdp_float8_all_gather': value '1' with framework '" + f.codebase +
+                "': it is torchtitan's enable_fsdp_float8_all_gather (0 or empty for other codebases)");
   if (f.compile.value_or(false) && f.codebase != "torchtitan")
     throw Error("column 'compile': value '1' with framework '" + f.codebase +
                 "': torch.compile is modelled as torchtitan's training.compile (0 or empty for other codebases)");
@@ -362,6 +367,9 @@ RunSettings run_settings(const RunFacts& f, int pp, int zero) {
   // Unstated: off, torchtitan's default (training.compile = false); the validator also tries it
   // on and keeps the faster (row_fill.cpp), as for every unstated choice.
   s.compile = f.compile.value_or(false);
+  // Unstated: off, torchtitan's default (enable_fsdp_float8_all_gather = false in its JobConfig).
+  s.fsdp_float8_all_gather = f.fsdp_float8_all_gather.value_or(false);
+  s.filled_fsdp_float8_all_gather = !f.fsdp_float8_all_gather.has_value();
   // Unstated MoE dispatch and its overlap: the codebase's (Megatron's defaults: the all-to-all
   // dispatcher on the critical path).
   s.filled_ep_dispatcher = !f.deepep_dispatch.has_value();

@@ -28,13 +28,16 @@ struct RunFacts {
   // the all-to-all (alltoall); and `ep_overlap` (Megatron's --overlap-moe-expert-parallel-comm).
   std::optional<bool> deepep_dispatch;
   std::optional<bool> ep_overlap;
+  // The project's `fsdp_float8_all_gather` column: torchtitan's enable_fsdp_float8_all_gather
+  // (Workload::fsdp_float8_all_gather); unstated: off, its default.
+  std::optional<bool> fsdp_float8_all_gather;
 };
 
 // Parses the columns' cells; throws Error naming the column, value and what is allowed.
 RunFacts parse_run_facts(const std::string& framework, const std::string& framework_date, const std::string& attention,
                          const std::string& dp_overlap, const std::string& tp_overlap,
                          const std::string& compile = "", const std::string& ep_dispatcher = "",
-                         const std::string& ep_overlap = "");
+                         const std::string& ep_overlap = "", const std::string& fsdp_float8_all_gather = "");
 
 // What the cost model runs for a row: the framework whose traits it follows, and the settings a
 // row left unstated filled with the codebase's default at its date.
@@ -52,6 +55,8 @@ struct RunSettings {
   bool dp_overlap = true;
   bool tp_overlap = false;
   bool compile = false;  // Workload::compile; with the loss too when the codebase compiled it at its date
+  bool fsdp_float8_all_gather = false;  // Workload::fsdp_float8_all_gather
+  bool filled_fsdp_float8_all_gather = false;  // unstated, so off
   // The loss the codebase runs compiled at its date: what an unstated `compile` tried on prices.
   CrossEntropy compiled_cross_entropy = CrossEntropy::Default;
   // Megatron-LM since 2025 (and Megatron-Bridge) counts causal attention at half in its model

@@ -37,6 +37,13 @@ const char* const kCountColumns[] = {"layers", "hidden", "ffn", "heads", "kv_hea
 
 // Every cell the pricing reads is checked before any row is priced: a malformed one is an input
 // error naming the file, line, column, value and what is allowed (never a silent skip).
+// The run-fact columns of a row (run_facts.hpp), unparsed cells thrown as Error.
+RunFacts row_facts(const CsvTable& t, size_t r) {
+  return parse_run_facts(t.field(r, "framework"), t.field(r, "framework_date"), t.field(r, "attention"),
+                         t.field(r, "dp_overlap"), t.field(r, "tp_overlap"), t.field(r, "compile"),
+                         t.field(r, "ep_dispatcher"), t.field(r, "ep_overlap"), t.field(r, "fsdp_float8_all_gather"));
+}
+
 void check_cells(const CsvTable& t) {
   auto line = [&](size_t r) {
     return t.source + ":" + std::to_string(r < t.row_lines.size() ? t.row_lines[r] : int(r) + 2) + ": ";
@@ -82,9 +89,10 @@ void check_cells(const CsvTable& t) {
     // The run-fact columns (framework ... compile): a cell they cannot read is the file's error,
     // not a row to skip. Their messages name the column and value already.
     try {
-      parse_run_facts(t.field(r, "framework"), t.field(r, "framework_date"), t.field(r, "attention"),
-                      t.field(r, "dp_overlap"), t.field(r, "tp_overlap"), t.field(r, "compile"),
-                                         t.field(r, "ep_dispatcher"), t.field(r, "ep_overlap"));
+      const RunFacts facts = row_facts(t, r);
+      if (facts.fsdp_float8_all_gather.value_or(false) && t.field(r, "dtype") != "fp8")
+        throw Error("column 'fsdp_float8_all_gather': value '1' with dtype '" + t.field(r, "dtype") +
+                    "': the float8 all-gather gathers fp8 training's weights (0 or empty otherwise)");
     } catch (const Error& e) {
       throw Error(line(r) + e.what());
     }
@@ -278,9 +286,7 @@ Scenario scenario_from_row(const CsvTable& t, size_t r, const HardwareLookup& lo
   l.micro_batch = as_int(t, r, "micro_batch", 0);
   // The run's facts from its columns (framework, framework_date, attention, dp_overlap,
   // tp_overlap), unstated ones filled with the codebase's default at its date (run_facts.cpp).
-  const RunFacts facts = parse_run_facts(t.field(r, "framework"), t.field(r, "framework_date"), t.field(r, "attention"),
-                                         t.field(r, "dp_overlap"), t.field(r, "tp_overlap"), t.field(r, "compile"),
-                                         t.field(r, "ep_dispatcher"), t.field(r, "ep_overlap"));
+  const RunFacts facts = row_facts(t, r);
   settings = run_settings(facts, l.pp, l.zero);
   s.work.framework = settings.framework;
   s.work.flash_attention = settings.flash_attention;
@@ -295,6 +301,7 @@ Scenario scenario_from_row(const CsvTable& t, size_t r, const HardwareLookup& lo
   s.work.deepep_dispatch = settings.deepep_dispatch && m.moe.enabled();
   s.work.bf16_adam_moments = settings.bf16_adam_moments;
   s.work.compile = settings.compile;
+  s.work.fsdp_float8_all_gather = settings.fsdp_float8_all_gather;
   if (!settings.dp_overlap) l.dp_overlap = DpOverlap::None;
   // TP communication overlap (Megatron's --tp-comm-overlap, which needs sequence parallelism;
   // torchtitan's Async TP, which runs on its sequence-parallel plan).

@@ -14,6 +14,9 @@
 #include "simulator/dp_traffic.hpp"
 #include "simulator/framework_memory.hpp"
 #include "simulator/hardware_profile.hpp"
+#include "simulator/fit/run_facts.hpp"
+#include "simulator/fit/validation.hpp"
+#include "common/csv.hpp"
 
 using namespace sixfold;
 
@@ -143,4 +146,41 @@ TEST_CASE("FSDP float8 all-gather changes nothing where FSDP does not shard, and
   Workload bf16 = fp8_torchtitan(true);
   bf16.dtype = Dtype::BF16;
   CHECK_THROWS_AS(validate_layout(m, fsdp(8), bf16, 8), LayoutError);
+}
+
+TEST_CASE("the fsdp_float8_all_gather column: read for torchtitan fp8 rows, unstated is off and counted, bad cells are errors") {
+  const std::string header =
+      "id,source,layers,hidden,ffn,heads,kv_heads,vocab,seq,experts,topk,moe_ffn,gpu,gpus,gpus_per_node,dp,tp,pp,vpp,"
+      "cp,ep,sp,zero,micro_batch,global_batch,recompute,dtype,tflops_hw,tflops_model,mfu_pct,tokens_per_gpu_s,iter_s,"
+      "peak_mem_gib,framework,framework_date,attention,dp_overlap,tp_overlap,compile,fsdp_float8_all_gather";
+  const std::string row =
+      ",a,32,4096,14336,32,8,128256,8192,,,,h200-sxm-141g,32,8,32,1,1,1,1,1,0,3,2,64,selective,fp8,,,,10000,,48,"
+      "torchtitan,2025-06,flash,1,,1,";
+  const ValidationReport rep =
+      validate_runs(parse_csv(header + "\nF1" + row + "1\nF0" + row + "0\nFE" + row + "\n", "f.csv"), {});
+  REQUIRE(rep.rows.size() == 3);
+  for (const RowResult& r : rep.rows) REQUIRE_MESSAGE(r.scored, r.id << ": " << r.skip_reason);
+  CHECK(rep.rows[0].scenario.work.fsdp_float8_all_gather);
+  CHECK_FALSE(rep.rows[1].scenario.work.fsdp_float8_all_gather);
+  CHECK_FALSE(rep.rows[2].scenario.work.fsdp_float8_all_gather);
+  CHECK(rep.rows[0].predicted.at("tokens_per_gpu_s") > rep.rows[1].predicted.at("tokens_per_gpu_s"));
+  CHECK(rep.rows[0].predicted.at("peak_mem_gib") < rep.rows[1].predicted.at("peak_mem_gib"));
+  CHECK(rep.rows[2].predicted.at("tokens_per_gpu_s") == doctest::Approx(rep.rows[1].predicted.at("tokens_per_gpu_s")));
+  auto filled = [](const RowResult& r) {
+    for (const std::string& f : r.filled)
+      if (f.rfind("fsdp_float8_all_gather=", 0) == 0) return f;
+    return std::string();
+  };
+  CHECK(filled(rep.rows[0]).empty());
+  CHECK(filled(rep.rows[1]).empty());
+  CHECK(filled(rep.rows[2]) == "fsdp_float8_all_gather=off");
+  // Not torchtitan's, or not fp8: the file's error, naming the column.
+  CHECK_THROWS_WITH_AS(parse_run_facts("megatron-lm", "2025-06", "flash", "1", "", "", "", "", "1"),
+                       doctest::Contains("column 'fsdp_float8_all_gather'"), Error);
+  std::string bf16 = row;
+  bf16.replace(bf16.find(",fp8,"), 5, ",bf16,");
+  CHECK_THROWS_WITH_AS(validate_runs(parse_csv(header + "\nB1" + bf16 + "1\n", "b.csv"), {}),
+                       doctest::Contains("column 'fsdp_float8_all_gather': value '1' with dtype 'bf16'"), Error);
+  CHECK_THROWS_WITH_AS(validate_runs(parse_csv(header + "\nB2" + row + "yes\n", "y.csv"), {}),
+                       doctest::Contains("column 'fsdp_float8_all_gather': value 'yes'"), Error);
 }
