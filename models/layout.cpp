@@ -491,9 +491,13 @@ bool p2p_overlapped(const Workload& work, const Layout& layout) {
          layout.schedule == Schedule::Interleaved && layout.vpp > 1;
 }
 
+bool fsdp_float8_gathers_apply(const Workload& work, const Layout& layout) {
+  return work.dtype == Dtype::FP8 && work.framework == Framework::Torchtitan && layout.zero == 3 &&
+         layout.dp * layout.cp > 1;
+}
+
 bool fsdp_float8_gathers(const Workload& work, const Layout& layout) {
-  return work.fsdp_float8_all_gather && work.dtype == Dtype::FP8 && work.framework == Framework::Torchtitan &&
-         layout.zero == 3 && layout.dp * layout.cp > 1;
+  return work.fsdp_float8_all_gather && fsdp_float8_gathers_apply(work, layout);
 }
 
 bool bf16_optimizer_runs(const Workload& work, const Layout& layout) {

@@ -379,6 +379,8 @@ bool bf16_optimizer_runs(const Workload& work, const Layout& layout);
 // elsewhere the flag changes nothing, as in torchtitan, whose Float8Linear casts its weight itself
 // when no FSDP all-gather did.
 bool fsdp_float8_gathers(const Workload& work, const Layout& layout);
+// Whether the flag would change this layout: torchtitan fp8 training that FSDP shards.
+bool fsdp_float8_gathers_apply(const Workload& work, const Layout& layout);
 bool parse_adam_moments(const std::string& s);  // "fp32" -> false, "bf16" -> true
 Count bytes_per_element(Dtype d);  // matrix-input width: fp8 1, bf16/fp16 2, fp32/tf32 4
 

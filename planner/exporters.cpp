@@ -425,9 +425,7 @@ std::vector<std::string> export_notes(ExportFormat f, const Scenario& s) {
     notes.push_back("async TP runs only on compiled blocks: the export turns [compile] on; the memory priced is "
                     "eager checkpointing's, the larger (add --compile to price the compiled run)");
   // torchtitan's own fp8 configs gather in fp8; an export priced without it says how to price it with.
-  Workload with_fp8_gathers = s.work;
-  with_fp8_gathers.fsdp_float8_all_gather = true;
-  if (f == ExportFormat::Torchtitan && !s.work.fsdp_float8_all_gather && fsdp_float8_gathers(with_fp8_gathers, s.layout))
+  if (f == ExportFormat::Torchtitan && !s.work.fsdp_float8_all_gather && fsdp_float8_gathers_apply(s.work, s.layout))
     notes.push_back("the FSDP gathers are priced and exported in bf16 (enable_fsdp_float8_all_gather = false); "
                     "--fsdp-float8-all-gather prices and exports them in fp8, as torchtitan's fp8 configs run");
   if (f == ExportFormat::DeepSpeed && s.layout.recompute == Recompute::Full)

@@ -229,9 +229,8 @@ RowFill fill_unstated_choices(const CsvTable& t, size_t r, const Scenario& row, 
   if (run.filled_flash) filled.push_back(std::string("attention=") + (run.flash_attention ? "flash" : "fused-softmax"));
   if (run.filled_tp_overlap && b.tp > 1) filled.push_back(std::string("tp_overlap=") + (run.tp_overlap ? "on" : "off"));
   if (run.filled_compile) filled.push_back(std::string("compile=") + (best.compile ? "on" : "off"));
-  Workload fp8_gathers = row.work;
-  fp8_gathers.fsdp_float8_all_gather = true;
-  if (run.filled_fsdp_float8_all_gather && fsdp_float8_gathers(fp8_gathers, b)) filled.push_back("fsdp_float8_all_gather=off");
+  if (run.filled_fsdp_float8_all_gather && fsdp_float8_gathers_apply(row.work, b))
+    filled.push_back("fsdp_float8_all_gather=off");
   if (split_local_batch) filled.push_back("pipeline_micro_batches=" + std::to_string(pipeline_local_batch / b.micro_batch));
   if (b.accounts_pipeline_split()) filled.push_back("pipeline_split=embedding,loss");
   if (!b.pipeline_layout.empty()) filled.push_back("pipeline_layout=" + b.pipeline_layout);
