@@ -515,7 +515,12 @@ TEST_CASE("--fsdp-float8-all-gather: priced for torchtitan fp8 FSDP, in the JSON
   CHECK(jp["workload"]["enable_fsdp_float8_all_gather"] == false);
   CHECK(jf["prediction"]["step_time_s"].get<double>() < jp["prediction"]["step_time_s"].get<double>());
   CHECK(jf["prediction"]["peak_memory_bytes"].get<double>() < jp["prediction"]["peak_memory_bytes"].get<double>());
-  Result r = run_sixfold("predict --model llama3-8b --hardware h100-sxm-80g --gpus 8 --zero 3 --dtype fp8 --fsdp-float8-all-gather");
+  // A layout FSDP does not shard: priced as without the flag, and the output says so.
+  Result r = run_sixfold("predict --model llama3-8b --hardware h100-sxm-80g --gpus 16 --zero 1 --seq 8192 --global-batch 32 "
+                         "--framework torchtitan --dtype fp8 --fsdp-float8-all-gather");
+  CHECK(r.code == 0);
+  CHECK(contains(r.output, "--fsdp-float8-all-gather changes nothing for this layout"));
+  r = run_sixfold("predict --model llama3-8b --hardware h100-sxm-80g --gpus 8 --zero 3 --dtype fp8 --fsdp-float8-all-gather");
   CHECK(r.code == 2);
   CHECK(contains(r.output, "--fsdp-float8-all-gather with framework megatron"));
   r = run_sixfold("plan --refine 0 --model llama3-8b --hardware h100-sxm-80g --gpus 8 --framework torchtitan --fsdp-float8-all-gather");

@@ -89,6 +89,7 @@ struct PredictCommand {
     print_prediction(std::cout, p);
     print_expected_error(std::cout, s, p.step_time);
     print_memory_fit(std::cout, p, s.hardware);
+    print_workload_notes(std::cout, s);
     if (ops) print_ops(listed, p);
     return 0;
   }

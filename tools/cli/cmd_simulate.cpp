@@ -89,6 +89,7 @@ struct SimulateCommand {
                 << std::defaultfloat << "\n";
     }
     print_memory_fit(std::cout, r.prediction, s.hardware);
+    print_workload_notes(std::cout, s);
     if (!trace.empty()) std::cout << "trace: " << trace << " (open in https://ui.perfetto.dev)\n";
     return 0;
   }

@@ -105,6 +105,12 @@ void print_prediction(std::ostream& out, const Prediction& p) {
   out << line;
 }
 
+void print_workload_notes(std::ostream& out, const Scenario& s) {
+  if (s.work.fsdp_float8_all_gather && !fsdp_float8_gathers_apply(s.work, s.layout))
+    out << "note: --fsdp-float8-all-gather changes nothing for this layout: FSDP shards, and gathers, only under "
+           "zero 3 over dp x cp > 1\n";
+}
+
 void print_memory_fit(std::ostream& out, const Prediction& p, const HardwareProfile& hw) {
   char line[512];
   switch (memory_fit(p, hw)) {

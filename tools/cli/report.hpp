@@ -28,6 +28,9 @@ void print_expected_error(std::ostream& out, const Scenario& s, Seconds step_tim
 // A warning where the prediction does not fit the GPU, or fits only by the allocator's retries; a
 // note where it fits the GPU but not plan's default budget (the memory model's measured error).
 void print_memory_fit(std::ostream& out, const Prediction& p, const HardwareProfile& hw);
+// A note for each workload flag the layout makes a no-op (--fsdp-float8-all-gather without FSDP
+// sharding), so that a flag in the header is never silently ignored. predict and simulate.
+void print_workload_notes(std::ostream& out, const Scenario& s);
 // Appends a priced layout's --json keys to `out` (after the scenario's): prediction_json's, then in
 // "prediction" the error band (with_band) and the memory verdict print_memory_fit prints, "memory_fit"
 // and, as plan's JSON names it, "memory_budget_bytes" (plan's default budget) with
