@@ -369,7 +369,7 @@ RunSettings run_settings(const RunFacts& f, int pp, int zero) {
   s.compile = f.compile.value_or(false);
   // Unstated: off, torchtitan's default (enable_fsdp_float8_all_gather = false in its JobConfig).
   s.fsdp_float8_all_gather = f.fsdp_float8_all_gather.value_or(false);
-  s.filled_fsdp_float8_all_gather = !f.fsdp_float8_all_gather.has_value();
+  s.filled_fsdp_float8_all_gather = !f.fsdp_float8_all_gather.has_value() && f.codebase == "torchtitan";
   // Unstated MoE dispatch and its overlap: the codebase's (Megatron's defaults: the all-to-all
   // dispatcher on the critical path).
   s.filled_ep_dispatcher = !f.deepep_dispatch.has_value();
