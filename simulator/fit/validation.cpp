@@ -35,8 +35,6 @@ const char* const kCountColumns[] = {"layers", "hidden", "ffn", "heads", "kv_hea
                                      "moe_ffn", "gpus", "gpus_per_node", "dp", "tp", "pp", "vpp", "cp", "ep", "sp",
                                      "zero", "micro_batch", "global_batch"};
 
-// Every cell the pricing reads is checked before any row is priced: a malformed one is an input
-// error naming the file, line, column, value and what is allowed (never a silent skip).
 // The run-fact columns of a row (run_facts.hpp), unparsed cells thrown as Error.
 RunFacts row_facts(const CsvTable& t, size_t r) {
   return parse_run_facts(t.field(r, "framework"), t.field(r, "framework_date"), t.field(r, "attention"),
@@ -44,6 +42,8 @@ RunFacts row_facts(const CsvTable& t, size_t r) {
                          t.field(r, "ep_dispatcher"), t.field(r, "ep_overlap"), t.field(r, "fsdp_float8_all_gather"));
 }
 
+// Every cell the pricing reads is checked before any row is priced: a malformed one is an input
+// error naming the file, line, column, value and what is allowed (never a silent skip).
 void check_cells(const CsvTable& t) {
   auto line = [&](size_t r) {
     return t.source + ":" + std::to_string(r < t.row_lines.size() ? t.row_lines[r] : int(r) + 2) + ": ";
