@@ -18,15 +18,21 @@ using namespace sixfold;
 
 namespace {
 
-Scenario llama_scenario() {
+// A built-in model on H100s, at seq 8192, with the default layout.
+Scenario h100_scenario(const char* model, int gpus, Count global_batch) {
   Scenario s;
-  s.model_name = "llama3-70b";
-  s.model = load_model("llama3-70b");
+  s.model_name = model;
+  s.model = load_model(model);
   s.hardware_name = "h100-sxm-80g";
   s.hardware = load_hardware("h100-sxm-80g");
-  s.gpus = 64;
+  s.gpus = gpus;
   s.work.seq = 8192;
-  s.work.global_batch = 128;
+  s.work.global_batch = global_batch;
+  return s;
+}
+
+Scenario llama_scenario() {
+  Scenario s = h100_scenario("llama3-70b", 64, 128);
   s.layout.tp = 8; s.layout.pp = 4; s.layout.dp = 2; s.layout.sp = true; s.layout.zero = 1;
   s.layout.vpp = 5; s.layout.schedule = Schedule::Interleaved; s.layout.recompute = Recompute::Full;
   return s;
@@ -261,14 +267,7 @@ TEST_CASE("Megatron export: a squared-ReLU model sets --squared-relu, not --swig
 }
 
 TEST_CASE("FSDP float8 all-gather: the torchtitan export writes it with its precomputed scales, others refuse it") {
-  Scenario s;
-  s.model_name = "llama3-8b";
-  s.model = load_model("llama3-8b");
-  s.hardware_name = "h100-sxm-80g";
-  s.hardware = load_hardware("h100-sxm-80g");
-  s.gpus = 8;
-  s.work.seq = 8192;
-  s.work.global_batch = 64;
+  Scenario s = h100_scenario("llama3-8b", 8, 64);
   s.work.dtype = Dtype::FP8;
   s.work.framework = Framework::Torchtitan;
   s.layout.dp = 8;
