@@ -63,7 +63,8 @@ std::string export_megatron(const Scenario& s) {
   if (s.work.compile) refuse("Megatron-LM", "torch.compile of the blocks (torchtitan's compile.enable; Megatron runs its own fused kernels)");
   if (s.work.fsdp_float8_all_gather)
     refuse("Megatron-LM", "torchao's FSDP float8 all-gather (torchtitan's enable_fsdp_float8_all_gather; Megatron's "
-                          "--fp8-param-gather is another mechanism, not priced)");
+                          "--fp8-param-gather, which the export writes for fp8 with the distributed optimizer, is its "
+                          "own)");
   if (l.schedule == Schedule::ZeroBubble) refuse("Megatron-LM", "zero-bubble schedule (not in Megatron-LM's schedules.py)");
   if (l.dp_overlap == DpOverlap::PerLayer)
     refuse("Megatron-LM", "per-layer gradient all-reduce (Megatron reduces in buckets: use dp_overlap bucketed)");
@@ -232,6 +233,10 @@ std::string export_megatron(const Scenario& s) {
     case Dtype::FP8:
       flag("--bf16");
       flag("--fp8-format", "hybrid");
+      // fp8 primary weights where Megatron allows them (distributed optimizer, Megatron-FSDP): what
+      // the memory model prices, rather than bf16 weights plus TransformerEngine's cached fp8 copy
+      // (simulator/framework_memory.cpp). Its 1-byte parameter all-gather is priced at 2 bytes.
+      if (l.zero >= 1) flag("--fp8-param-gather");
       break;
     default: break;
   }

@@ -96,6 +96,15 @@ FrameworkStageMemory framework_stage_memory(const ModelSpec& model, const Worklo
       // The DDP buckets are views into the contiguous grad buffer (param_and_grad_buffer.py), so no
       // copy. Megatron-FSDP-style ZeRO-3: the current and the prefetched layer gathered.
       if (l.zero == 3 && st.layers > 0) f.gathered_parameters = 2.0 * sb.weight * double(layer_params);
+      // fp8: TransformerEngine's Linear quantizes its weight into a workspace it keeps on the module
+      // when Megatron passes is_first_microbatch (its TE wrappers do unless
+      // disable_parameter_transpose_cache): an fp8 copy and, for the backward's dgrad, its transpose,
+      // 2 bytes a linear weight element besides the bf16 weight (module/linear.py,
+      // get_weight_workspace(cache_name="weight")). With the distributed optimizer or Megatron-FSDP
+      // the export runs fp8 primary weights instead (--fp8-param-gather): the parameter is that fp8
+      // copy and transpose, no bf16 weight, the same 2 bytes the weights above count. Without them
+      // Megatron refuses --fp8-param-gather (arguments.py), so plain DDP pays the cache.
+      if (work.dtype == Dtype::FP8 && l.zero == 0) f.weights += 2.0 * double(st.linear_weight_params);
       // --tp-comm-overlap: TransformerEngine's userbuffers, one (seq x micro-batch, hidden) buffer per
       // overlapped GEMM method; the all-gather ones in fp8 under fp8 (initialize_ub).
       if (l.tp_overlap && l.tp > 1 && st.layers > 0) {

@@ -266,6 +266,22 @@ TEST_CASE("Megatron export: a squared-ReLU model sets --squared-relu, not --swig
   CHECK(text.find("--swiglu") == std::string::npos);
 }
 
+TEST_CASE("Megatron fp8: --fp8-param-gather where the distributed optimizer allows fp8 primary weights") {
+  Scenario s = h100_scenario("llama3-8b", 8, 64);
+  s.work.dtype = Dtype::FP8;
+  s.layout.dp = 8;
+  s.layout.zero = 1;
+  std::string text = export_megatron(s);
+  CHECK(sixfold::test::unknown_megatron_flags(text).empty());
+  CHECK(text.find("--fp8-format hybrid") != std::string::npos);
+  CHECK(text.find("--fp8-param-gather") != std::string::npos);
+  s.layout.zero = 0;  // Megatron refuses it without the distributed optimizer or Megatron-FSDP
+  CHECK(export_megatron(s).find("--fp8-param-gather") == std::string::npos);
+  s.work.dtype = Dtype::BF16;
+  s.layout.zero = 1;
+  CHECK(export_megatron(s).find("--fp8-param-gather") == std::string::npos);
+}
+
 TEST_CASE("FSDP float8 all-gather: the torchtitan export writes it with its precomputed scales, others refuse it") {
   Scenario s = h100_scenario("llama3-8b", 8, 64);
   s.work.dtype = Dtype::FP8;

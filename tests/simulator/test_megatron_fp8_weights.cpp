@@ -1,0 +1,43 @@
+// Megatron fp8 weights in memory: TransformerEngine keeps an fp8 copy and transpose of each linear
+// weight beside the bf16 weight under plain DDP; with the distributed optimizer the export runs fp8
+// primary weights (--fp8-param-gather) and the weights take what bf16 weights take.
+#include <doctest/doctest.h>
+
+#include "models/layout.hpp"
+#include "models/model_zoo.hpp"
+#include "models/step_program.hpp"
+#include "simulator/cost_model.hpp"
+#include "simulator/hardware_profile.hpp"
+
+using namespace sixfold;
+
+namespace {
+Prediction megatron(Dtype dtype, int zero) {
+  const ModelSpec m = load_model("llama3-8b");
+  Layout l;
+  l.dp = 8;
+  l.zero = zero;
+  l.recompute = Recompute::Full;
+  Workload w;
+  w.seq = 4096;
+  w.global_batch = 16;
+  w.dtype = dtype;
+  validate_layout(m, l, w, 8);
+  return predict(m, load_hardware("h100-sxm-80g"), w, l);
+}
+}  // namespace
+
+TEST_CASE("Megatron fp8: TE's cached fp8 weight and transpose under DDP, none with fp8 primary weights") {
+  const ModelSpec m = load_model("llama3-8b");
+  Layout l;
+  l.dp = 8;
+  Workload w;
+  w.seq = 4096;
+  const Count linear = expand_step_program(m, l, w).stages[0].linear_weight_params;
+  CHECK(linear == 32LL * (4096LL * (4096 + 2 * 1024) + 4096LL * 4096 + 3 * 4096LL * 14336));
+  const Prediction ddp_fp8 = megatron(Dtype::FP8, 0), ddp_bf16 = megatron(Dtype::BF16, 0);
+  CHECK(ddp_fp8.memory.weights - ddp_bf16.memory.weights == doctest::Approx(2.0 * double(linear)));
+  const Prediction dist_fp8 = megatron(Dtype::FP8, 1), dist_bf16 = megatron(Dtype::BF16, 1);
+  CHECK(dist_fp8.memory.weights == dist_bf16.memory.weights);
+  CHECK(ddp_fp8.peak_memory > dist_fp8.peak_memory);
+}
