@@ -496,6 +496,10 @@ bool fsdp_float8_gathers_apply(const Workload& work, const Layout& layout) {
          layout.dp * layout.cp > 1;
 }
 
+bool megatron_fp8_primary_weights(const Workload& work, const Layout& layout) {
+  return work.framework == Framework::Megatron && work.dtype == Dtype::FP8 && layout.zero >= 1;
+}
+
 bool fsdp_float8_gathers(const Workload& work, const Layout& layout) {
   return work.fsdp_float8_all_gather && fsdp_float8_gathers_apply(work, layout);
 }

@@ -381,6 +381,10 @@ bool bf16_optimizer_runs(const Workload& work, const Layout& layout);
 bool fsdp_float8_gathers(const Workload& work, const Layout& layout);
 // Whether the flag would change this layout: torchtitan fp8 training that FSDP shards.
 bool fsdp_float8_gathers_apply(const Workload& work, const Layout& layout);
+// Whether a Megatron fp8 run keeps fp8 primary weights (--fp8-param-gather, which the export writes
+// where Megatron allows it: the distributed optimizer or Megatron-FSDP, ZeRO 1-3): its parameter
+// all-gathers move the linear weights at 1 byte, and TransformerEngine caches no fp8 copy beside them.
+bool megatron_fp8_primary_weights(const Workload& work, const Layout& layout);
 bool parse_adam_moments(const std::string& s);  // "fp32" -> false, "bf16" -> true
 Count bytes_per_element(Dtype d);  // matrix-input width: fp8 1, bf16/fp16 2, fp32/tf32 4
 

@@ -23,10 +23,11 @@ DpOps dp_ops(const ModelSpec& model, const Workload& work, const Layout& l, cons
   const Bytes dense_grads = double(st.dense_params) * gradient;
   const Bytes expert_grads = double(st.expert_params) * gradient;
   const Bytes dense_weights = double(st.dense_params) * sb.weight;
-  // What a ZeRO-3 gather moves of the dense weights: the linear layers' in fp8 under the FSDP float8
-  // all-gather, the rest (norms, embedding, output head) in the weights' dtype.
+  // What a parameter gather moves of the dense weights: the linear layers' in fp8 under the FSDP
+  // float8 all-gather or Megatron's fp8 primary weights, the rest (norms, embedding, output head) in
+  // the weights' dtype.
   const Bytes dense_gathered =
-      fsdp_float8_gathers(work, l)
+      fsdp_float8_gathers(work, l) || megatron_fp8_primary_weights(work, l)
           ? double(st.dense_params - st.linear_weight_params) * sb.weight + double(st.linear_weight_params) * 1.0
           : dense_weights;
   const Bytes expert_weights = double(st.expert_params) * sb.weight;
@@ -86,7 +87,7 @@ DpOps dp_ops(const ModelSpec& model, const Workload& work, const Layout& l, cons
   add("grad_reduce", "expert_grad_reduce", DpRole::Reduction, grad_op, dense_grads, expert_grads, d.reductions,
       passes * d.reductions);
   if (l.zero == 1 || l.zero == 2)
-    add("param_gather", "expert_param_gather", DpRole::ParamGather, Collective::AllGather, dense_weights, expert_weights, 1, 1);
+    add("param_gather", "expert_param_gather", DpRole::ParamGather, Collective::AllGather, dense_gathered, expert_weights, 1, 1);
   if (l.zero == 3)
     add("zero3_gather", "expert_zero3_gather", DpRole::Zero3Gather, Collective::AllGather, dense_gathered, expert_weights,
         d.gathers, d.gather_once ? Count(d.gathers) : m * d.gathers * (1 + d.backward_gather_passes));

@@ -104,7 +104,8 @@ FrameworkStageMemory framework_stage_memory(const ModelSpec& model, const Worklo
       // the export runs fp8 primary weights instead (--fp8-param-gather): the parameter is that fp8
       // copy and transpose, no bf16 weight, the same 2 bytes the weights above count. Without them
       // Megatron refuses --fp8-param-gather (arguments.py), so plain DDP pays the cache.
-      if (work.dtype == Dtype::FP8 && l.zero == 0) f.weights += 2.0 * double(st.linear_weight_params);
+      if (work.dtype == Dtype::FP8 && !megatron_fp8_primary_weights(work, l))
+        f.weights += 2.0 * double(st.linear_weight_params);
       // --tp-comm-overlap: TransformerEngine's userbuffers, one (seq x micro-batch, hidden) buffer per
       // overlapped GEMM method; the all-gather ones in fp8 under fp8 (initialize_ub).
       if (l.tp_overlap && l.tp > 1 && st.layers > 0) {

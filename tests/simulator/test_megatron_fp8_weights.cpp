@@ -7,6 +7,7 @@
 #include "models/model_zoo.hpp"
 #include "models/step_program.hpp"
 #include "simulator/cost_model.hpp"
+#include "simulator/dp_traffic.hpp"
 #include "simulator/hardware_profile.hpp"
 
 using namespace sixfold;
@@ -40,4 +41,29 @@ TEST_CASE("Megatron fp8: TE's cached fp8 weight and transpose under DDP, none wi
   const Prediction dist_fp8 = megatron(Dtype::FP8, 1), dist_bf16 = megatron(Dtype::BF16, 1);
   CHECK(dist_fp8.memory.weights == dist_bf16.memory.weights);
   CHECK(ddp_fp8.peak_memory > dist_fp8.peak_memory);
+}
+
+TEST_CASE("Megatron fp8 primary weights: the distributed optimizer gathers the linear weights at 1 byte") {
+  const ModelSpec m = load_model("llama3-8b");
+  Layout l;
+  l.dp = 8;
+  l.zero = 1;
+  Workload bf16, fp8;
+  bf16.seq = fp8.seq = 4096;
+  bf16.global_batch = fp8.global_batch = 16;
+  fp8.dtype = Dtype::FP8;
+  CHECK(megatron_fp8_primary_weights(fp8, l));
+  CHECK_FALSE(megatron_fp8_primary_weights(bf16, l));
+  auto gathered = [&](const Workload& w) {
+    const StepProgram p = expand_step_program(m, l, w);
+    for (const DpOp& o : dp_ops(m, w, l, p.stages[0], 1).ops)
+      if (o.role == DpRole::ParamGather) return o.op.message;
+    return Bytes(0);
+  };
+  const StageProgram st = expand_step_program(m, l, fp8).stages[0];
+  CHECK(gathered(bf16) == doctest::Approx(2.0 * double(st.dense_params)));
+  CHECK(gathered(fp8) == doctest::Approx(2.0 * double(st.dense_params) - double(st.linear_weight_params)));
+  // Plain DDP gathers nothing and keeps bf16 weights: no fp8 primary weights there.
+  l.zero = 0;
+  CHECK_FALSE(megatron_fp8_primary_weights(fp8, l));
 }
