@@ -496,8 +496,10 @@ bool fsdp_float8_gathers_apply(const Workload& work, const Layout& layout) {
          layout.dp * layout.cp > 1;
 }
 
+bool megatron_allows_fp8_param_gather(const Layout& layout) { return layout.zero >= 1; }
+
 bool megatron_fp8_primary_weights(const Workload& work, const Layout& layout) {
-  return work.framework == Framework::Megatron && work.dtype == Dtype::FP8 && layout.zero >= 1;
+  return work.framework == Framework::Megatron && work.dtype == Dtype::FP8 && megatron_allows_fp8_param_gather(layout);
 }
 
 bool fsdp_float8_gathers(const Workload& work, const Layout& layout) {

@@ -385,6 +385,9 @@ bool fsdp_float8_gathers_apply(const Workload& work, const Layout& layout);
 // where Megatron allows it: the distributed optimizer or Megatron-FSDP, ZeRO 1-3): its parameter
 // all-gathers move the linear weights at 1 byte, and TransformerEngine caches no fp8 copy beside them.
 bool megatron_fp8_primary_weights(const Workload& work, const Layout& layout);
+// Where Megatron accepts --fp8-param-gather: with the distributed optimizer or Megatron-FSDP
+// (ZeRO 1-3; arguments.py refuses it otherwise).
+bool megatron_allows_fp8_param_gather(const Layout& layout);
 bool parse_adam_moments(const std::string& s);  // "fp32" -> false, "bf16" -> true
 Count bytes_per_element(Dtype d);  // matrix-input width: fp8 1, bf16/fp16 2, fp32/tf32 4
 

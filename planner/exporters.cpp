@@ -236,7 +236,7 @@ std::string export_megatron(const Scenario& s) {
       // fp8 primary weights where Megatron allows them (distributed optimizer, Megatron-FSDP): what
       // the memory model prices, rather than bf16 weights plus TransformerEngine's cached fp8 copy
       // (simulator/framework_memory.cpp, megatron_fp8_primary_weights) and its 1-byte gathers.
-      if (l.zero >= 1) flag("--fp8-param-gather");
+      if (megatron_allows_fp8_param_gather(l)) flag("--fp8-param-gather");
       break;
     default: break;
   }

@@ -79,8 +79,14 @@ FrameworkStageMemory framework_stage_memory(const ModelSpec& model, const Worklo
   };
   const Count stage_params = st.dense_params + st.expert_params;
   const Count sharded_params = ceil_div(st.dense_params, dense_shard) + ceil_div(st.expert_params, expert_shard);
-  const Count layer_params =
-      std::max(prog.dense_layer().dense_params, prog.moe_layer().dense_params + prog.moe_layer().expert_params);
+  // The transformer layer with the most parameters on this rank, dense or MoE: what FSDP-style
+  // gathers and per-layer gradients hold one or two of at a time.
+  const LayerProgram& largest_layer =
+      prog.dense_layer().dense_params + prog.dense_layer().expert_params >=
+              prog.moe_layer().dense_params + prog.moe_layer().expert_params
+          ? prog.dense_layer()
+          : prog.moe_layer();
+  const Count layer_params = largest_layer.dense_params + largest_layer.expert_params;
 
   FrameworkStageMemory f;
   // The generic layout (Megatron-LM, and any framework below where it does the same): bf16 weights
@@ -167,10 +173,6 @@ FrameworkStageMemory framework_stage_memory(const ModelSpec& model, const Worklo
       // Under the FSDP float8 all-gather a gathered linear weight is the fp8 all-gather output
       // (fsdp_post_all_gather wraps it in a Float8Tensor): 1 byte an element, not sb.weight.
       const double fp8_saving = fsdp_float8_gathers(work, l) ? double(sb.weight) - 1.0 : 0.0;
-      const Count layer_linear =
-          prog.dense_layer().dense_params >= prog.moe_layer().dense_params + prog.moe_layer().expert_params
-              ? prog.dense_layer().linear_weight_params
-              : prog.moe_layer().linear_weight_params;
       if (l.zero == 3 && keeps_params) {
         // Under PP torchtitan does not reshard after forward (parallelize_llama.py): each block's
         // all-gather output (bf16) stays, and with gradient sync off for all but the last
@@ -195,7 +197,7 @@ FrameworkStageMemory framework_stage_memory(const ModelSpec& model, const Worklo
         // the current and the prefetched transformer block.
         f.gathered_parameters = double(sb.weight) * double(edge_params(model, l, st));
         if (st.layers > 0) {
-          f.gathered_parameters += 2.0 * (sb.weight * double(layer_params) - fp8_saving * double(layer_linear));
+          f.gathered_parameters += 2.0 * (sb.weight * double(layer_params) - fp8_saving * double(largest_layer.linear_weight_params));
           // In a block's backward: its unsharded bf16 gradient and the fp32 reduce-scatter input
           // FSDP2 copies it into (foreach_reduce, reduce_dtype fp32).
           f.layer_gradient = (double(sb.weight) + 4.0) * double(layer_params);
