@@ -86,6 +86,8 @@ Op gemm(const char* name, OpClass c, Count m, Count n, Count k, Count batch = 1)
   op.k = k;
   op.batch = batch;
   op.flops = 2.0 * double(m) * double(n) * double(k) * double(batch);
+  // Attention's batched GEMMs and the router are no linear layer an fp8 run converts.
+  op.high_precision = c == OpClass::Attention || c == OpClass::Router;
   return op;
 }
 
@@ -428,9 +430,11 @@ void add_backward(std::vector<Op>& out, const Op& f) {
       Op dgrad = gemm(f.name, f.op_class, f.m, f.k, f.n, f.batch);
       dgrad.name = f.name;  // class and name kept; the phase tells them apart
       dgrad.grouped = f.grouped;
+      dgrad.high_precision = f.high_precision;
       Op wgrad = gemm(f.name, f.op_class, f.k, f.n, f.m, f.batch);
       wgrad.weight_grad = f.op_class != OpClass::Attention;
       wgrad.grouped = f.grouped;
+      wgrad.high_precision = f.high_precision;
       // The backward's fp8 casts feed both backward GEMMs: priced once, with dgrad.
       dgrad.cast_bytes = f.backward_cast_bytes;
       // Batched attention GEMMs (scores, values) have two activation grads, no weight grad.
@@ -822,7 +826,9 @@ void add_output_head(std::vector<Op>& ops, const ModelSpec& m_of_head, const Lay
   const Count T = d.tokens, Ts = d.sp_tokens, h = d.h, a = d.act;
   ops.push_back(norm_op(n.norm, m_of_head, d, Ts));
   tp_enter(ops, d, n.allgather, n.regather, d.h * d.act);
-  ops.push_back(with_saved(gemm(n.gemm, OpClass::Gemm, T, vocab_rank, h), Bytes(d.gemm_input_tokens * h * a)));
+  Op head_gemm = gemm(n.gemm, OpClass::Gemm, T, vocab_rank, h);
+  head_gemm.high_precision = true;  // not converted to fp8 by either framework (Op::high_precision)
+  ops.push_back(with_saved(head_gemm, Bytes(d.gemm_input_tokens * h * a)));
   const double logits = double(T) * double(vocab_rank);
   // Bytes per logit of the unfused fp32 losses: ATen's on one rank, Megatron's (and DTensor's) else.
   const bool aten = ce == CrossEntropy::TorchFp32 && l.tp <= 1;

@@ -34,6 +34,11 @@ struct Op {
   Bytes bytes = 0;        // memory traffic of a memory-bound op (read + write)
   Count m = 0, n = 0, k = 0, batch = 1;  // GEMM: batch independent (m x k)(k x n) products
   bool grouped = false;   // GEMM: the batch products have weights of their own (MoE experts), not one batched kernel
+  // GEMM: runs in the activation dtype (bf16) even in an fp8 run, which converts only the
+  // transformer layers' linear layers: the output head (Megatron-Core's output_layer is a plain
+  // tensor_parallel.ColumnParallelLinear, not a TransformerEngine module; torchtitan's float8
+  // converter skips "output" by filter_fqns), the router and attention's batched GEMMs.
+  bool high_precision = false;
   Group group = Group::None;
   Collective collective = Collective::None;
   Bytes message = 0;      // collective: bytes per rank in nccl-tests' "size" sense (full buffer)

@@ -8,6 +8,7 @@ namespace sixfold {
 OpPricer::OpPricer(const HardwareProfile& hw, const Layout& layout, Dtype dtype, AttentionKernel kernel) : hw_(hw) {
   attention_kernel_ = kernel == AttentionKernel::Default ? AttentionKernel::TeFused : kernel;
   gemm_peak_ = hw.peak(dtype);
+  bf16_peak_ = hw.peak(Dtype::BF16);
   gemm_in_bytes_ = double(bytes_per_element(dtype));
   gemm_out_bytes_ = dtype == Dtype::FP8 ? 2.0 : gemm_in_bytes_;  // fp8 GEMMs write bf16
   // Attention kernels run in bf16/fp16 even in fp8 training (TransformerEngine default).
@@ -40,18 +41,23 @@ double OpPricer::gemm_efficiency(Count m, Count n, Count k, Count batch) const {
   return std::max(eff, 1e-3);
 }
 
-Seconds OpPricer::gemm_time(Count m, Count n, Count k, Count batch, bool grouped) const {
-  if (grouped && batch > 1) return double(batch) * gemm_time(m, n, k, 1, false);
+Seconds OpPricer::gemm_time(Count m, Count n, Count k, Count batch, bool grouped, bool high_precision) const {
+  if (grouped && batch > 1) return double(batch) * gemm_time(m, n, k, 1, false, high_precision);
   const Flops f = 2.0 * double(m) * double(n) * double(k) * double(batch);
+  // An fp8 run's bf16 GEMM reads the bf16 table at the bf16 rate; any other run's dtype is its own.
+  const bool bf16 = high_precision && table_dtype_ == Dtype::FP8;
+  const Dtype dtype = bf16 ? Dtype::BF16 : table_dtype_;
+  const FlopsPerSec peak = bf16 ? bf16_peak_ : gemm_peak_;
+  const double in_bytes = bf16 ? 2.0 : gemm_in_bytes_, out_bytes = bf16 ? 2.0 : gemm_out_bytes_;
   // Roofline: a GEMM also has to read its inputs and write its output once.
-  const Bytes traffic = double(batch) * ((double(m) * double(k) + double(k) * double(n)) * gemm_in_bytes_ +
-                                         double(m) * double(n) * gemm_out_bytes_);
+  const Bytes traffic = double(batch) * ((double(m) * double(k) + double(k) * double(n)) * in_bytes +
+                                         double(m) * double(n) * out_bytes);
   const Seconds memory = traffic / (hw_.memory_bandwidth * hw_.memory_efficiency);
   // A batched GEMM (attention scores and values) as one of batch x m rows: the same FLOPs and
   // a comparable occupancy of the GPU. Outside the measured grid the table holds the edge's FLOP
   // rate, so the roofline still bounds it.
   if (table_gemms_)
-    if (auto t = tables_->gemm_time(table_dtype_, m * std::max<Count>(1, batch), n, k)) {
+    if (auto t = tables_->gemm_time(dtype, m * std::max<Count>(1, batch), n, k)) {
       Seconds measured = *t;
       // The fp8 table times TensorRT-LLM's FP8 Linear, which quantizes its bf16 input on every call:
       // the collector loads no input scale (collector/trtllm/collect_gemm.py), so
@@ -59,14 +65,14 @@ Seconds OpPricer::gemm_time(Count m, Count n, Count k, Count batch, bool grouped
       // 2 + 2, write 1 byte per element of the m x k input; two kernels) before the GEMM. The step program prices
       // training's own casts (Op::cast_bytes, TransformerEngine's); here the GEMM alone, never below
       // its tensor-core time.
-      if (table_dtype_ == Dtype::FP8) {
+      if (dtype == Dtype::FP8) {
         const Seconds quantize = 2 * kMinKernelTime + 5.0 * double(m) * double(std::max<Count>(1, batch)) * double(k) /
                                                       (hw_.memory_bandwidth * hw_.memory_efficiency);
-        measured = std::max(measured - quantize, f / gemm_peak_);
+        measured = std::max(measured - quantize, f / peak);
       }
       return std::max({kMinKernelTime, measured * hw_.kernel_slowdown, memory});
     }
-  return std::max({kMinKernelTime, f / (gemm_peak_ * gemm_efficiency(m, n, k, batch)), memory});
+  return std::max({kMinKernelTime, f / (peak * gemm_efficiency(m, n, k, batch)), memory});
 }
 
 // Flash attention of op.m query tokens in sequences of op.n, op.batch heads of dim op.k, causal
@@ -121,7 +127,8 @@ Seconds OpPricer::collective(const Op& op) const {
 Seconds OpPricer::time(const Op& op) const {
   switch (op.kind) {
     case OpKind::Gemm:
-      return gemm_time(op.m, op.n, op.k, op.batch, op.grouped) + op.cast_bytes / (hw_.memory_bandwidth * hw_.memory_efficiency);
+      return gemm_time(op.m, op.n, op.k, op.batch, op.grouped, op.high_precision) +
+             op.cast_bytes / (hw_.memory_bandwidth * hw_.memory_efficiency);
     case OpKind::Attention: return attention_time(op);
     case OpKind::Memory:  // at least one launch for each kernel the op runs
       return std::max(double(std::max(1, op.kernels)) * kMinKernelTime,

@@ -26,7 +26,8 @@ class OpPricer {
   Seconds time(const Op& op) const;
   // grouped: the batch products have their own weights (MoE experts' grouped GEMM), each priced as
   // a GEMM of its own; otherwise one batched kernel, priced as one GEMM of batch x m rows.
-  Seconds gemm_time(Count m, Count n, Count k, Count batch, bool grouped = false) const;
+  // high_precision: a bf16 GEMM of an fp8 run (Op::high_precision).
+  Seconds gemm_time(Count m, Count n, Count k, Count batch, bool grouped = false, bool high_precision = false) const;
   Seconds attention_time(const Op& op) const;
   Seconds collective(Group g, Collective c, Bytes message) const;
   // An op's collective; an EP dispatch/combine with its routing (Op::routed_top_k) under DeepEP.
@@ -39,6 +40,7 @@ class OpPricer {
  private:
   const HardwareProfile& hw_;
   FlopsPerSec gemm_peak_;
+  FlopsPerSec bf16_peak_;  // an fp8 run's high-precision GEMMs (Op::high_precision)
   double gemm_in_bytes_ = 2, gemm_out_bytes_ = 2;  // element widths of a GEMM's inputs and output
   FlopsPerSec attention_peak_;
   AttentionKernel attention_kernel_ = AttentionKernel::TeFused;

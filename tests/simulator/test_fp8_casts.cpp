@@ -163,3 +163,39 @@ TEST_CASE("torchao's fp8 casts (torchtitan): amax and cast of input and weight f
   for (const auto& [f, b] : linears(program(Dtype::FP8, Framework::Torchtitan))) ao += f.cast_bytes + b.cast_bytes;
   CHECK(ao > 1.5 * te);
 }
+
+TEST_CASE("an fp8 run's output head, router and attention GEMMs run in bf16: priced at the bf16 rate") {
+  // Megatron-Core's output_layer is a plain ColumnParallelLinear (not a TransformerEngine module)
+  // and torchtitan's float8 converter skips "output" (filter_fqns); neither converts the router or
+  // attention's batched GEMMs.
+  const StepProgram p = program(Dtype::FP8);
+  const StageProgram& last = p.stages.back();
+  int heads = 0;
+  for (const auto* ops : {&last.edges->post_forward, &last.edges->post_backward})
+    for (const Op& op : *ops)
+      if (op.kind == OpKind::Gemm) {
+        CAPTURE(op.name);
+        CHECK(op.high_precision);
+        ++heads;
+      }
+  CHECK(heads == 3);  // the head's forward, dgrad and wgrad
+  for (const Op& op : p.dense_layer().forward)
+    if (op.kind == OpKind::Gemm) CHECK(op.high_precision == (op.op_class != OpClass::Gemm));
+
+  // The pricer reads the bf16 table for them (with the profile's kernel_slowdown), the fp8 table
+  // for the converted linears, on a measured GPU and on one priced by its efficiency curve.
+  const Count m = 8192, n = 16032, k = 4096;
+  for (const char* gpu : {"h100-sxm-80g", "h100-96g-500w"}) {
+    CAPTURE(gpu);
+    const HardwareProfile hw = load_hardware(gpu);
+    const Layout l;
+    const OpPricer fp8(hw, l, Dtype::FP8), bf16(hw, l, Dtype::BF16);
+    CHECK(fp8.gemm_time(m, n, k, 1, false, true) == doctest::Approx(bf16.gemm_time(m, n, k, 1)));
+    CHECK(fp8.gemm_time(m, n, k, 1) < 0.8 * bf16.gemm_time(m, n, k, 1));
+    Op head;
+    head.kind = OpKind::Gemm;
+    head.m = m, head.n = n, head.k = k;
+    head.high_precision = true;
+    CHECK(fp8.time(head) == doctest::Approx(bf16.time(head)));
+  }
+}
