@@ -116,6 +116,16 @@ void validate_workload(const ModelSpec& m, const Workload& w) {
     need(w.dtype == Dtype::FP8, "the FSDP float8 all-gather needs fp8 training",
          "--fsdp-float8-all-gather with dtype " + to_string(w.dtype));
   }
+  if (w.float8_recipe != Float8Recipe::Tensorwise) {
+    const std::string given = "--float8-recipe " + to_string(w.float8_recipe);
+    need(w.framework == Framework::Torchtitan, "the float8 recipes are torchtitan's (torchao's Float8Linear)",
+         given + " with framework " + to_string(w.framework));
+    need(w.dtype == Dtype::FP8, "a float8 recipe needs fp8 training", given + " with dtype " + to_string(w.dtype));
+    // torchtitan's float8 converter asserts this (components/quantization/float8.py): torchao's
+    // float8 all-gather casts a weight with one scale for the whole tensor.
+    need(!w.fsdp_float8_all_gather, "the FSDP float8 all-gather runs with the tensorwise recipe only",
+         given + " with --fsdp-float8-all-gather");
+  }
   if (w.deepep_dispatch) {
     need(w.framework == Framework::Megatron, "the DeepEP dispatcher is Megatron's (its flex token dispatcher)",
          "--moe-enable-deepep with framework " + to_string(w.framework));
@@ -163,7 +173,7 @@ void validate_layout(const ModelSpec& m, const Layout& l, const Workload& w, int
     // Megatron-LM's arguments.py: "When using MoE and tensor parallelism, sequence parallelism
     // must be used" (its token dispatcher routes each TP rank's own sequence shard).
     need(w.framework != Framework::Megatron || l.tp == 1 || l.sp, "Megatron runs MoE with tp > 1 only with sp",
-         "tp=" + s(l.tp) + " without sp (turn sp on; DeepSpeed and torchtitan run it without)");
+         "tp=" + s(l.tp) + " without sp (turn sp on; DeepSpeed runs it without)");
   } else {
     need(l.ep == 1 && l.etp == 1, "ep and etp are 1 for a dense model", "ep=" + s(l.ep) + ", etp=" + s(l.etp));
   }
@@ -479,6 +489,27 @@ std::string to_string(CrossEntropy c) {
   return "?";
 }
 
+Float8Recipe parse_float8_recipe(const std::string& s) {
+  static const std::pair<const char*, Float8Recipe> t[] = {{"tensorwise", Float8Recipe::Tensorwise},
+                                                           {"rowwise", Float8Recipe::Rowwise},
+                                                           {"rowwise_with_gw_hp", Float8Recipe::RowwiseWithGwHp}};
+  return parse_enum(s, "float8 recipe", t);
+}
+
+std::string to_string(Float8Recipe r) {
+  switch (r) {
+    case Float8Recipe::Tensorwise: return "tensorwise";
+    case Float8Recipe::Rowwise: return "rowwise";
+    case Float8Recipe::RowwiseWithGwHp: return "rowwise_with_gw_hp";
+  }
+  return "?";
+}
+
+bool float8_rowwise(const Workload& work) {
+  return work.dtype == Dtype::FP8 && work.framework == Framework::Torchtitan &&
+         work.float8_recipe != Float8Recipe::Tensorwise;
+}
+
 CrossEntropy cross_entropy_of(const Workload& work) {
   if (work.cross_entropy != CrossEntropy::Default) return work.cross_entropy;
   // torchtitan compiles the loss with the blocks (components/loss.py, build_cross_entropy_loss).
@@ -493,7 +524,7 @@ bool p2p_overlapped(const Workload& work, const Layout& layout) {
 
 bool fsdp_float8_gathers_apply(const Workload& work, const Layout& layout) {
   return work.dtype == Dtype::FP8 && work.framework == Framework::Torchtitan && layout.zero == 3 &&
-         layout.dp * layout.cp > 1;
+         layout.dp * layout.cp > 1 && work.float8_recipe == Float8Recipe::Tensorwise;
 }
 
 bool megatron_allows_fp8_param_gather(const Layout& layout) { return layout.zero >= 1; }

@@ -62,6 +62,12 @@ enum class AttentionKernel { Default, Flash1, Flash2, TeFused };
 // logits, saves them and the log-sum-exp, and writes one low-precision gradient. Default: the
 // framework's (FrameworkTraits::cross_entropy; torchtitan with Workload::compile: TorchCompiled).
 enum class CrossEntropy { Default, MegatronFp32, TorchFp32, FlashAttnFused, TorchCompiled };
+// torchao's float8 scaling recipe under torchtitan ([quantize.linear.float8] recipe_name; torchao
+// float8/config.py Float8LinearConfig.from_recipe_name). Tensorwise: one dynamic scale per tensor,
+// what torchtitan runs when recipe_name is unset. Rowwise: a scale per row of every GEMM operand
+// along its reduction dimension. RowwiseWithGwHp: rowwise for the output and input gradient, the
+// weight gradient in bf16.
+enum class Float8Recipe { Tensorwise, Rowwise, RowwiseWithGwHp };
 // The losses that run as one fused pass over the low-precision logits.
 inline bool fused_cross_entropy(CrossEntropy c) {
   return c == CrossEntropy::FlashAttnFused || c == CrossEntropy::TorchCompiled;
@@ -294,6 +300,11 @@ struct Workload {
   // optimizer step), so the gather moves 1 byte an element and the layer gets an fp8 weight it
   // does not cast again. Off by default, as in torchtitan; see fsdp_float8_gathers().
   bool fsdp_float8_all_gather = false;
+  // torchtitan fp8 training's float8 recipe (Float8Recipe); priced in step_program.cpp (the casts,
+  // the weight gradient's dtype) and there for the TP plan (rowwise runs torchtitan's plain
+  // Colwise/RowwiseParallel, gathering bf16), the async-TP fusion and the FSDP float8 all-gather
+  // (tensorwise only). Tensorwise by default, as in torchtitan.
+  Float8Recipe float8_recipe = Float8Recipe::Tensorwise;
 };
 
 // Micro-batches per pipeline per step (gradient accumulation steps).
@@ -349,6 +360,7 @@ std::string to_string(Schedule s);
 std::string to_string(Framework f);
 std::string to_string(AttentionKernel k);
 std::string to_string(CrossEntropy c);
+std::string to_string(Float8Recipe r);  // torchtitan's recipe_name: tensorwise | rowwise | rowwise_with_gw_hp
 Dtype parse_dtype(const std::string& s);
 Recompute parse_recompute(const std::string& s);
 DpOverlap parse_dp_overlap(const std::string& s);
@@ -359,6 +371,9 @@ AttentionKernel parse_attention_kernel(const std::string& s);  // flash-attentio
 AttentionKernel attention_kernel_of(const Workload& work);
 CrossEntropy parse_cross_entropy(const std::string& s);  // megatron | torch | flash-attn | torch-compiled
 CrossEntropy cross_entropy_of(const Workload& work);
+Float8Recipe parse_float8_recipe(const std::string& s);  // tensorwise | rowwise | rowwise_with_gw_hp
+// torchao's rowwise recipes (Float8Recipe::Rowwise, RowwiseWithGwHp) under a torchtitan fp8 run.
+bool float8_rowwise(const Workload& work);
 // Whether pipeline sends hide behind the next chunk's compute instead of blocking the stage:
 // Megatron's interleaved schedule with overlap_p2p_comm.
 bool p2p_overlapped(const Workload& work, const Layout& layout);
@@ -379,7 +394,8 @@ bool bf16_optimizer_runs(const Workload& work, const Layout& layout);
 // elsewhere the flag changes nothing, as in torchtitan, whose Float8Linear casts its weight itself
 // when no FSDP all-gather did.
 bool fsdp_float8_gathers(const Workload& work, const Layout& layout);
-// Whether the flag would change this layout: torchtitan fp8 training that FSDP shards.
+// Whether the flag would change this layout: torchtitan fp8 training with the tensorwise recipe
+// that FSDP shards.
 bool fsdp_float8_gathers_apply(const Workload& work, const Layout& layout);
 // Whether a Megatron fp8 run keeps fp8 primary weights (--fp8-param-gather, which the export writes
 // where Megatron allows it: the distributed optimizer or Megatron-FSDP, ZeRO 1-3): its parameter

@@ -26,6 +26,7 @@ struct Dims {
   bool eager_composites;             // norms, RoPE and SwiGLU as eager PyTorch ops (eager_composites)
   bool deepep_dispatch;              // Workload::deepep_dispatch
   bool tp_overlap_single_matmul;     // async TP fuses a reduce-scatter only with one matmul's output
+  bool tp_gather_unfused;            // async TP fuses no all-gather with its matmul (torchao's rowwise fp8)
   int tp_rs_chunks;                  // a fused reduce-scatter's chunks (FrameworkTraits::tp_overlap_rs_chunks)
   bool tp_rs_tail, tp_rs_local_sum;  // its last chunk after the GEMM; the partials' sum after it
   int heads_rank, kv_heads_rank;     // heads on this rank
@@ -60,10 +61,16 @@ Dims make_dims(const ModelSpec& m, const Layout& l, const Workload& w) {
   d.tp_rs_local_sum = fw.tp_overlap_rs_local_sum;
   if (w.dtype == Dtype::FP8 && w.framework == Framework::Torchtitan) {
     // torchao's Float8Linear saves its high-precision input and casts again in the backward
-    // (matmul_with_hp_or_float8_args saves input_hp); under TP the column-parallel inputs arrive
-    // already in fp8 (Float8ColwiseParallel casts before the all-gather) and are saved so.
+    // (matmul_with_hp_or_float8_args saves input_hp); under TP with the tensorwise recipe the
+    // column-parallel inputs arrive already in fp8 (Float8ColwiseParallel casts before the
+    // all-gather) and are saved so. The rowwise recipes run torchtitan's plain Colwise/
+    // RowwiseParallel (parallelize_llama.py: enable_float8_tensorwise_tp only for tensorwise):
+    // the input is gathered and kept in bf16. Async TP's micro-pipeline pass fuses the
+    // matmul-reduce-scatters of rowwise-scaled matmuls (pytorch #149247) but not their
+    // all-gather-matmuls (pytorch #149990, open through torchtitan's June 2025 benchmark).
     d.gemm_input = d.act;
-    d.colwise_input = l.tp > 1 ? 1 : d.act;
+    d.colwise_input = l.tp > 1 && !float8_rowwise(w) ? 1 : d.act;
+    d.tp_gather_unfused = float8_rowwise(w);
   }
   // Under SP, Megatron keeps the sequence-sharded input of the column-parallel GEMMs and gathers
   // it again in the backward; DTensor's autograd (torchtitan) keeps the gathered input.
@@ -173,7 +180,9 @@ Op norm_op(const char* name, const ModelSpec& m, const Dims& d, Count rows, Coun
 void tp_enter(std::vector<Op>& ops, const Dims& d, const char* name, const char* regather_name, Count kept_row_bytes) {
   if (d.tp > 1 && d.sp) {
     Op op = collective(name, Group::TP, Collective::AllGather, Bytes(d.tokens * d.h * d.act), d.tp);
-    op.tp_overlappable = true;
+    // The gather itself (unless async TP cannot fuse it); its backward reduce-scatter either way.
+    op.tp_overlappable = !d.tp_gather_unfused;
+    op.backward_tp_overlap_only = d.tp_gather_unfused;
     op.backward_tp_overlappable = !d.tp_overlap_single_matmul;
     op.overlap_chunks = d.tp;
     ops.push_back(op);
@@ -190,6 +199,8 @@ void tp_exit(std::vector<Op>& ops, const Dims& d, const char* ar_name, const cha
   Op op = d.sp ? collective(rs_name, Group::TP, Collective::ReduceScatter, Bytes(d.tokens * d.h * d.act), d.tp)
                : collective(ar_name, Group::TP, Collective::AllReduce, Bytes(d.tokens * d.h * d.act), d.tp);
   op.tp_overlappable = true;
+  // Its backward all-gathers the output gradient into the input-gradient matmul.
+  if (d.sp && d.tp_gather_unfused) op.backward_tp_overlappable = false;
   if (d.sp) {
     op.overlap_chunks = d.tp_rs_chunks;
     op.overlap_tail = d.tp_rs_tail;
@@ -465,7 +476,8 @@ void add_backward(std::vector<Op>& out, const Op& f) {
     case OpKind::PointToPoint: {
       Op b = f;
       b.saved = 0;
-      b.tp_overlappable = f.tp_overlappable && f.backward_tp_overlappable;
+      b.tp_overlappable = (f.tp_overlappable || f.backward_tp_overlap_only) && f.backward_tp_overlappable;
+      b.backward_tp_overlap_only = false;
       // The backward of a block's all-gather reduce-scatters the input gradient beside the weight
       // gradient's GEMM, unchunked (TransformerEngine's "bulk" overlap); that of its
       // reduce-scatter all-gathers the output gradient into the input-gradient GEMM in tp chunks.
@@ -673,9 +685,20 @@ LayerProgram make_layer(const ModelSpec& m, const Layout& l, const Workload& w, 
   //   preprocess_addmm: b_data.t().contiguous().t(); read 1, write 1). The cast of the fp32 shard
   //   before the all-gather runs in FSDP2's copy-in on the all-gather stream, unpriced like the
   //   bf16 copy-in it replaces (5 bytes a shard element against 6).
+  //   The rowwise recipes (Float8Recipe; torchao float8/config.py from_recipe_name) scale each
+  //   operand along its GEMM's reduction dimension, so a tensor both backward GEMMs read is cast
+  //   twice, along each axis (get_maybe_axiswise_dim): rowwise casts the input and the weight
+  //   forward; the output gradient twice, the weight and the input again backward. Its backward
+  //   GEMMs run without fast accumulation, which the rowwise CUTLASS kernel is too slow for:
+  //   torchao runs cuBLAS's tensorwise kernel with unit scales and multiplies the bf16 output
+  //   by the two scales afterwards (float8_ops.py, addmm_float8_unwrapped: read 2, write 2 of the
+  //   input and weight gradients). rowwise_with_gw_hp casts the output gradient once and the
+  //   weight tensorwise for the input gradient, and runs the weight gradient in bf16 on the
+  //   saved high-precision input (no casts for it).
   for (const Op& op : lp.forward)
     if (op.kind == OpKind::Gemm && op.op_class == OpClass::Gemm && !op.grouped)
       lp.linear_weight_params += op.k * op.n;
+  const bool weight_grad_bf16 = float8_rowwise(w) && w.float8_recipe == Float8Recipe::RowwiseWithGwHp;
   if (w.dtype == Dtype::FP8) {
     const bool torchao = w.framework == Framework::Torchtitan;
     const bool fp8_weight = fsdp_float8_gathers(w, l);
@@ -688,9 +711,17 @@ LayerProgram make_layer(const ModelSpec& m, const Layout& l, const Workload& w, 
         continue;
       }
       const double kn = double(op.k) * double(op.n);
-      const bool colwise_tp = d.tp > 1 && op.k == d.h;  // a row-parallel input is a tp-shard of its width
-      op.cast_bytes = 5.0 * (colwise_tp ? mk / d.tp : mk) + (fp8_weight ? 0.0 : 5.0 * kn);
-      op.backward_cast_bytes = 6.0 * mn + (fp8_weight ? 2.0 : 5.0) * kn + (colwise_tp ? 0.0 : 5.0 * mk);
+      if (weight_grad_bf16) {
+        op.cast_bytes = 5.0 * mk + 5.0 * kn;
+        op.backward_cast_bytes = 5.0 * mn + 5.0 * kn + 4.0 * mk;
+      } else if (float8_rowwise(w)) {
+        op.cast_bytes = 5.0 * mk + 5.0 * kn;
+        op.backward_cast_bytes = 10.0 * mn + 5.0 * kn + 5.0 * mk + 4.0 * (mk + kn);
+      } else {
+        const bool colwise_tp = d.tp > 1 && op.k == d.h;  // a row-parallel input is a tp-shard of its width
+        op.cast_bytes = 5.0 * (colwise_tp ? mk / d.tp : mk) + (fp8_weight ? 0.0 : 5.0 * kn);
+        op.backward_cast_bytes = 6.0 * mn + (fp8_weight ? 2.0 : 5.0) * kn + (colwise_tp ? 0.0 : 5.0 * mk);
+      }
     }
   }
 
@@ -722,6 +753,9 @@ LayerProgram make_layer(const ModelSpec& m, const Layout& l, const Workload& w, 
   }
   lp.recompute_ops = lp.backward.size();
   for (auto it = lp.forward.rbegin(); it != lp.forward.rend(); ++it) add_backward(lp.backward, *it);
+  if (weight_grad_bf16)
+    for (size_t i = lp.recompute_ops; i < lp.backward.size(); ++i)
+      if (lp.backward[i].weight_grad && !lp.backward[i].grouped) lp.backward[i].high_precision = true;
   add_tp_input_grads(lp.forward, lp.backward, lp.recompute_ops);
 
   // Parameters on this rank. TP shards the matrices; norms and the MLA down-projections are

@@ -46,6 +46,9 @@ struct Op {
   Bytes saved = 0;        // forward op: activation bytes it keeps for the backward pass
   bool tp_overlappable = false;  // a TP collective that TP comm overlap can hide behind a GEMM
   bool backward_tp_overlappable = true;  // its backward collective too (see tp_enter)
+  // Not overlappable itself, but its backward collective is (async TP fusing a rowwise-scaled
+  // matmul-reduce-scatter and not the all-gather-matmul: tp_enter).
+  bool backward_tp_overlap_only = false;
   // An SP all-gather whose output the GEMM after it does not keep: the backward gathers the
   // sequence shard again before that GEMM's input gradient, as an op of this name (tp_enter).
   const char* backward_regather = nullptr;

@@ -65,6 +65,9 @@ std::string export_megatron(const Scenario& s) {
     refuse("Megatron-LM", "torchao's FSDP float8 all-gather (torchtitan's enable_fsdp_float8_all_gather; Megatron's "
                           "--fp8-param-gather, which the export writes for fp8 with the distributed optimizer, is its "
                           "own)");
+  if (s.work.float8_recipe != Float8Recipe::Tensorwise)
+    refuse("Megatron-LM", "torchao's " + to_string(s.work.float8_recipe) +
+                              " float8 recipe (torchtitan's recipe_name; Megatron's fp8 is TransformerEngine's)");
   if (l.schedule == Schedule::ZeroBubble) refuse("Megatron-LM", "zero-bubble schedule (not in Megatron-LM's schedules.py)");
   if (l.dp_overlap == DpOverlap::PerLayer)
     refuse("Megatron-LM", "per-layer gradient all-reduce (Megatron reduces in buckets: use dp_overlap bucketed)");
@@ -307,6 +310,9 @@ std::string export_torchtitan(const Scenario& s) {
     refuse("torchtitan", "zero-bubble with one stage per rank (ZB-H1); torchtitan's zero-bubble schedules are interleaved");
   if (l.dp_overlap == DpOverlap::None && l.dp > 1)
     refuse("torchtitan", "no gradient-reduction overlap (FSDP2 always overlaps)");
+  if (l.tp > 1 && !l.sp)
+    refuse("torchtitan", "tensor parallelism without sequence parallelism (torchtitan's TP plan always runs the "
+                         "norms as SequenceParallel: turn sp on)");
   if (s.model.moe.enabled() && l.etp != 1 && l.etp != l.tp)
     refuse("torchtitan", "expert tensor parallel size other than 1 or tp");
   if (s.work.bf16_adam_moments) refuse("torchtitan", "bf16 Adam moments (torch.optim.AdamW keeps them in the parameters' fp32)");
@@ -399,8 +405,11 @@ std::string export_torchtitan(const Scenario& s) {
   if (s.work.dtype == Dtype::FP8) {
     // The FSDP gathers as priced: in bf16, or in fp8 with the scales precomputed after the step
     // (Workload::fsdp_float8_all_gather; torchtitan's docs/float8.md pairs the two with tensorwise
-    // scaling, its default recipe).
+    // scaling, its default recipe). A named recipe is written only where it is not tensorwise:
+    // torchtitan asserts recipe_name unset when the float8 all-gather is on.
     o << "\n[quantize.linear.float8]\n";
+    if (s.work.float8_recipe != Float8Recipe::Tensorwise)
+      o << "recipe_name = \"" << to_string(s.work.float8_recipe) << "\"\n";
     o << "enable_fsdp_float8_all_gather = " << (s.work.fsdp_float8_all_gather ? "true" : "false") << "\n";
     if (s.work.fsdp_float8_all_gather) o << "precompute_float8_dynamic_scale_for_fsdp = true\n";
     o << "filter_fqns = [\"output\"]\n";

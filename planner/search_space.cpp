@@ -209,7 +209,8 @@ std::vector<ProgramKey> program_keys(const ModelSpec& model, const Workload& wor
   if (mesh.tp > 1) {
     if ((work.seq / mesh.cp) % mesh.tp == 0) sps.push_back(true);
     else ++pruned["tp divides the sequence under sp"];
-    if (o.sp_off && !(model.moe.enabled() && work.framework == Framework::Megatron)) sps.push_back(false);
+    if (o.sp_off && work.framework == Framework::Torchtitan) ++pruned["torchtitan's tensor parallelism is sequence parallel"];
+    else if (o.sp_off && !(model.moe.enabled() && work.framework == Framework::Megatron)) sps.push_back(false);
     else if (o.sp_off) ++pruned["Megatron runs MoE with tp > 1 only with sp"];
   } else {
     sps.push_back(false);

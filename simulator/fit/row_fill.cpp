@@ -227,10 +227,12 @@ RowFill fill_unstated_choices(const CsvTable& t, size_t r, const Scenario& row, 
     if (run.filled_ep_overlap) filled.push_back(std::string("ep_overlap=") + (run.overlap_moe_ep_comm ? "on" : "off"));
   }
   if (run.filled_flash) filled.push_back(std::string("attention=") + (run.flash_attention ? "flash" : "fused-softmax"));
+  if (run.tp_always_sequence_parallel && b.tp > 1 && t.field(r, "sp") != "1") filled.push_back("sp=on");
   if (run.filled_tp_overlap && b.tp > 1) filled.push_back(std::string("tp_overlap=") + (run.tp_overlap ? "on" : "off"));
   if (run.filled_compile) filled.push_back(std::string("compile=") + (best.compile ? "on" : "off"));
   if (run.filled_fsdp_float8_all_gather && fsdp_float8_gathers_apply(row.work, b))
     filled.push_back("fsdp_float8_all_gather=off");
+  if (run.filled_float8_recipe && row.work.dtype == Dtype::FP8) filled.push_back("float8_recipe=tensorwise");
   if (split_local_batch) filled.push_back("pipeline_micro_batches=" + std::to_string(pipeline_local_batch / b.micro_batch));
   if (b.accounts_pipeline_split()) filled.push_back("pipeline_split=embedding,loss");
   if (!b.pipeline_layout.empty()) filled.push_back("pipeline_layout=" + b.pipeline_layout);

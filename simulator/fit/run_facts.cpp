@@ -275,7 +275,7 @@ std::optional<bool> flag01(const std::string& column, const std::string& v) {
 RunFacts parse_run_facts(const std::string& framework, const std::string& framework_date, const std::string& attention,
                          const std::string& dp_overlap, const std::string& tp_overlap,
                          const std::string& compile, const std::string& ep_dispatcher, const std::string& ep_overlap,
-                         const std::string& fsdp_float8_all_gather) {
+                         const std::string& fsdp_float8_all_gather, const std::string& float8_recipe) {
   RunFacts f;
   f.codebase = framework.empty() || framework == "unknown" ? "other" : framework;
   bool known = false;
@@ -316,6 +316,17 @@ RunFacts parse_run_facts(const std::string& framework, const std::string& framew
   if (f.fsdp_float8_all_gather.value_or(false) && f.codebase != "torchtitan")
     throw Error("column 'fsdp_float8_all_gather': value '1' with framework '" + f.codebase +
                 "': it is torchtitan's enable_fsdp_float8_all_gather (0 or empty for other codebases)");
+  if (!float8_recipe.empty() && float8_recipe != "unknown") {
+    if (float8_recipe == "tensorwise") f.float8_recipe = Float8Recipe::Tensorwise;
+    else if (float8_recipe == "rowwise") f.float8_recipe = Float8Recipe::Rowwise;
+    else if (float8_recipe == "rowwise_with_gw_hp") f.float8_recipe = Float8Recipe::RowwiseWithGwHp;
+    else
+      throw Error("column 'float8_recipe': value '" + float8_recipe +
+                  "' is not tensorwise, rowwise, rowwise_with_gw_hp or empty");
+    if (f.codebase != "torchtitan")
+      throw Error("column 'float8_recipe': value '" + float8_recipe + "' with framework '" + f.codebase +
+                  "': it is torchtitan's float8 recipe_name (empty for other codebases)");
+  }
   if (f.compile.value_or(false) && f.codebase != "torchtitan")
     throw Error("column 'compile': value '1' with framework '" + f.codebase +
                 "': torch.compile is modelled as torchtitan's training.compile (0 or empty for other codebases)");
@@ -370,6 +381,10 @@ RunSettings run_settings(const RunFacts& f, int pp, int zero) {
   // Unstated: off, torchtitan's default (enable_fsdp_float8_all_gather = false in its JobConfig).
   s.fsdp_float8_all_gather = f.fsdp_float8_all_gather.value_or(false);
   s.filled_fsdp_float8_all_gather = !f.fsdp_float8_all_gather.has_value() && f.codebase == "torchtitan";
+  s.tp_always_sequence_parallel = f.codebase == "torchtitan";
+  // Unstated: tensorwise, what torchtitan's float8 converter runs without a recipe_name.
+  s.float8_recipe = f.float8_recipe.value_or(Float8Recipe::Tensorwise);
+  s.filled_float8_recipe = !f.float8_recipe.has_value() && f.codebase == "torchtitan";
   // Unstated MoE dispatch and its overlap: the codebase's (Megatron's defaults: the all-to-all
   // dispatcher on the critical path).
   s.filled_ep_dispatcher = !f.deepep_dispatch.has_value();

@@ -31,13 +31,17 @@ struct RunFacts {
   // The project's `fsdp_float8_all_gather` column: torchtitan's enable_fsdp_float8_all_gather
   // (Workload::fsdp_float8_all_gather); unstated: off, its default.
   std::optional<bool> fsdp_float8_all_gather;
+  // The project's `float8_recipe` column: torchtitan's float8 recipe_name (Workload::float8_recipe);
+  // unstated: tensorwise, what torchtitan runs without one.
+  std::optional<Float8Recipe> float8_recipe;
 };
 
 // Parses the columns' cells; throws Error naming the column, value and what is allowed.
 RunFacts parse_run_facts(const std::string& framework, const std::string& framework_date, const std::string& attention,
                          const std::string& dp_overlap, const std::string& tp_overlap,
                          const std::string& compile = "", const std::string& ep_dispatcher = "",
-                         const std::string& ep_overlap = "", const std::string& fsdp_float8_all_gather = "");
+                         const std::string& ep_overlap = "", const std::string& fsdp_float8_all_gather = "",
+                         const std::string& float8_recipe = "");
 
 // What the cost model runs for a row: the framework whose traits it follows, and the settings a
 // row left unstated filled with the codebase's default at its date.
@@ -57,6 +61,11 @@ struct RunSettings {
   bool compile = false;  // Workload::compile; with the loss too when the codebase compiled it at its date
   bool fsdp_float8_all_gather = false;  // Workload::fsdp_float8_all_gather
   bool filled_fsdp_float8_all_gather = false;  // unstated, so off
+  Float8Recipe float8_recipe = Float8Recipe::Tensorwise;  // Workload::float8_recipe
+  // The codebase's tensor parallelism always shards the sequence (torchtitan's TP plan runs its
+  // norms as SequenceParallel; it has no TP without): a row's tp > 1 runs with sp.
+  bool tp_always_sequence_parallel = false;
+  bool filled_float8_recipe = false;                      // unstated, so tensorwise
   // The loss the codebase runs compiled at its date: what an unstated `compile` tried on prices.
   CrossEntropy compiled_cross_entropy = CrossEntropy::Default;
   // Megatron-LM since 2025 (and Megatron-Bridge) counts causal attention at half in its model

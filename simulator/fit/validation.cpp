@@ -39,7 +39,8 @@ const char* const kCountColumns[] = {"layers", "hidden", "ffn", "heads", "kv_hea
 RunFacts row_facts(const CsvTable& t, size_t r) {
   return parse_run_facts(t.field(r, "framework"), t.field(r, "framework_date"), t.field(r, "attention"),
                          t.field(r, "dp_overlap"), t.field(r, "tp_overlap"), t.field(r, "compile"),
-                         t.field(r, "ep_dispatcher"), t.field(r, "ep_overlap"), t.field(r, "fsdp_float8_all_gather"));
+                         t.field(r, "ep_dispatcher"), t.field(r, "ep_overlap"), t.field(r, "fsdp_float8_all_gather"),
+                         t.field(r, "float8_recipe"));
 }
 
 // Every cell the pricing reads is checked before any row is priced: a malformed one is an input
@@ -93,6 +94,14 @@ void check_cells(const CsvTable& t) {
       if (facts.fsdp_float8_all_gather.value_or(false) && t.field(r, "dtype") != "fp8")
         throw Error("column 'fsdp_float8_all_gather': value '1' with dtype '" + t.field(r, "dtype") +
                     "': the float8 all-gather gathers fp8 training's weights (0 or empty otherwise)");
+      if (facts.float8_recipe && t.field(r, "dtype") != "fp8")
+        throw Error("column 'float8_recipe': value '" + t.field(r, "float8_recipe") + "' with dtype '" +
+                    t.field(r, "dtype") + "': a float8 recipe is fp8 training's (empty otherwise)");
+      if (facts.float8_recipe.value_or(Float8Recipe::Tensorwise) != Float8Recipe::Tensorwise &&
+          facts.fsdp_float8_all_gather.value_or(false))
+        throw Error("column 'float8_recipe': value '" + t.field(r, "float8_recipe") +
+                    "' with fsdp_float8_all_gather 1: torchtitan runs the float8 all-gather with the tensorwise "
+                    "recipe only");
     } catch (const Error& e) {
       throw Error(line(r) + e.what());
     }
@@ -309,11 +318,13 @@ Scenario scenario_from_row(const CsvTable& t, size_t r, const HardwareLookup& lo
     l.tp_overlap = true;
     l.sp = true;
   }
+  if (l.tp > 1 && settings.tp_always_sequence_parallel) l.sp = true;
   split_pipeline_like_megatron(l, m, s.work.framework);
   s.work.seq = seq;
   s.work.global_batch = as_int(t, r, "global_batch", 0);
   const std::string dtype = t.field(r, "dtype");
   s.work.dtype = dtype.empty() || dtype == "unknown" ? Dtype::BF16 : parse_dtype(dtype);
+  s.work.float8_recipe = s.work.dtype == Dtype::FP8 ? settings.float8_recipe : Float8Recipe::Tensorwise;
   // The codebase's fp8 SwiGLU input store applies to its fp8 runs with a SwiGLU MLP.
   s.work.fp8_activation_input_store =
       settings.fp8_swiglu_input && s.work.dtype == Dtype::FP8 && m.activation == Activation::SwiGLU;

@@ -79,6 +79,7 @@ nlohmann::ordered_json workload_json(const Workload& w) {
   j["mtp_num_layers"] = w.mtp_layers;
   j["compile"] = w.compile;
   j["enable_fsdp_float8_all_gather"] = w.fsdp_float8_all_gather;
+  j["float8_recipe"] = to_string(w.float8_recipe);
   return j;
 }
 

@@ -72,7 +72,7 @@ Workload parse_workload(const YamlDoc& doc, const YAML::Node& n) {
   reject_unknown_fields(doc, n, "workload",
                         {"seq", "global_batch", "dtype", "flash_attention", "attention_kernel", "cross_entropy", "train_metric_passes", "overlap_p2p_comm", "overlap_moe_expert_parallel_comm", "framework", "adam_moments",
                          "activation_func_fp8_input_store", "mtp_num_layers", "compile", "moe_enable_deepep",
-                         "enable_fsdp_float8_all_gather"});
+                         "enable_fsdp_float8_all_gather", "float8_recipe"});
   w.seq = yaml_count(doc, n, "seq", 1, limits::kSeq, std::nullopt, "workload.seq");
   w.global_batch = yaml_count(doc, n, "global_batch", 1, limits::kGlobalBatch, std::nullopt, "workload.global_batch");
   w.dtype = parse_enum_field(doc, n, "dtype", Dtype::BF16, &parse_dtype);
@@ -89,6 +89,7 @@ Workload parse_workload(const YamlDoc& doc, const YAML::Node& n) {
   w.mtp_layers = int(yaml_count(doc, n, "mtp_num_layers", 0, limits::kMtpLayers, 0, "workload.mtp_num_layers"));
   w.compile = optional<bool>(doc, n, "compile", false);
   w.fsdp_float8_all_gather = optional<bool>(doc, n, "enable_fsdp_float8_all_gather", false);
+  w.float8_recipe = parse_enum_field(doc, n, "float8_recipe", Float8Recipe::Tensorwise, &parse_float8_recipe);
   return w;
 }
 
@@ -277,6 +278,7 @@ void emit_workload(YAML::Emitter& o, const Workload& w) {
   if (w.mtp_layers > 0) o << YAML::Key << "mtp_num_layers" << YAML::Value << w.mtp_layers;
   if (w.compile) o << YAML::Key << "compile" << YAML::Value << true;
   if (w.fsdp_float8_all_gather) o << YAML::Key << "enable_fsdp_float8_all_gather" << YAML::Value << true;
+  if (w.float8_recipe != Float8Recipe::Tensorwise) o << YAML::Key << "float8_recipe" << YAML::Value << to_string(w.float8_recipe);
   o << YAML::EndMap;
 }
 

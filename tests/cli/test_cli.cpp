@@ -534,6 +534,63 @@ TEST_CASE("--fsdp-float8-all-gather: priced for torchtitan fp8 FSDP, in the JSON
   CHECK(contains(read_file(out), "enable_fsdp_float8_all_gather = true\nprecompute_float8_dynamic_scale_for_fsdp = true"));
 }
 
+TEST_CASE("--float8-recipe: priced for torchtitan fp8, in the JSON, plan and export, refused elsewhere") {
+  const std::string base = "predict --model llama3-8b --hardware h100-sxm-80g --gpus 16 --tp 2 --zero 3 --seq 8192 "
+                           "--global-batch 32 --recompute full --framework torchtitan --dtype fp8 --json";
+  Result tensorwise = run_sixfold(base);
+  Result rowwise = run_sixfold(base + " --float8-recipe rowwise");
+  REQUIRE(tensorwise.code == 0);
+  REQUIRE(rowwise.code == 0);
+  const auto jt = nlohmann::json::parse(tensorwise.output), jr = nlohmann::json::parse(rowwise.output);
+  CHECK(jt["workload"]["float8_recipe"] == "tensorwise");
+  CHECK(jr["workload"]["float8_recipe"] == "rowwise");
+  CHECK(jr["prediction"]["step_time_s"].get<double>() > jt["prediction"]["step_time_s"].get<double>());
+  Result r = run_sixfold("predict --model llama3-8b --hardware h100-sxm-80g --gpus 8 --dtype fp8 --float8-recipe rowwise");
+  CHECK(r.code == 2);
+  CHECK(contains(r.output, "--float8-recipe rowwise with framework megatron"));
+  r = run_sixfold("predict --model llama3-8b --hardware h100-sxm-80g --gpus 8 --framework torchtitan --float8-recipe rowwise");
+  CHECK(r.code == 2);
+  CHECK(contains(r.output, "--float8-recipe rowwise with dtype bf16"));
+  r = run_sixfold("predict --model llama3-8b --hardware h100-sxm-80g --gpus 8 --zero 3 --framework torchtitan --dtype fp8 "
+                  "--float8-recipe rowwise --fsdp-float8-all-gather");
+  CHECK(r.code == 2);
+  CHECK(contains(r.output, "tensorwise recipe only"));
+  r = run_sixfold("predict --model llama3-8b --hardware h100-sxm-80g --gpus 8 --framework torchtitan --dtype fp8 "
+                  "--float8-recipe blockwise");
+  CHECK(r.code == 2);
+  CHECK(contains(r.output, "unknown float8 recipe 'blockwise' (allowed: tensorwise, rowwise, rowwise_with_gw_hp)"));
+  const std::string out = write_temp("rowwise.toml", "");
+  r = run_sixfold("plan --model llama3-8b --hardware h100-sxm-80g --gpus 16 --seq 8192 --global-batch 32 --dtype fp8 "
+                  "--float8-recipe rowwise --export " + out + " --export-format torchtitan");
+  REQUIRE(r.code == 0);
+  CHECK(contains(r.output, "float8 rowwise"));
+  CHECK(contains(read_file(out), "recipe_name = \"rowwise\""));
+}
+
+TEST_CASE("torchtitan's tensor parallelism is sequence parallel: predict turns sp on, --no-sp and plan's sp-off are refused") {
+  Result r = run_sixfold("predict --model llama3-8b --hardware h100-sxm-80g --gpus 8 --tp 2 --framework torchtitan --json");
+  REQUIRE(r.code == 0);
+  CHECK(nlohmann::json::parse(r.output)["layout"]["sp"] == true);
+  r = run_sixfold("predict --model llama3-8b --hardware h100-sxm-80g --gpus 8 --tp 2 --json");  // Megatron: as given
+  REQUIRE(r.code == 0);
+  CHECK(nlohmann::json::parse(r.output)["layout"]["sp"] == false);
+  r = run_sixfold("predict --model llama3-8b --hardware h100-sxm-80g --gpus 8 --tp 2 --framework torchtitan --no-sp");
+  CHECK(r.code == 2);
+  CHECK(contains(r.output, "--no-sp with framework torchtitan"));
+  r = run_sixfold("plan --refine 0 --model llama3-70b --hardware h100-sxm-80g --gpus 16 --seq 8192 --global-batch 32 "
+                  "--framework torchtitan --top 50 --json");
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(r.output);
+  int tp_layouts = 0;
+  for (const auto& c : j["candidates"])
+    if (c["layout"]["tp"].get<int>() > 1) {
+      ++tp_layouts;
+      CHECK(c["layout"]["sp"] == true);
+    }
+  CHECK(tp_layouts > 0);
+  CHECK(j["pruned"]["torchtitan's tensor parallelism is sequence parallel"].get<int>() > 0);
+}
+
 TEST_CASE("--activation-func-fp8-input-store: priced, exported as the config field Megatron has no flag for, refused where it does not exist") {
   const std::string base = "predict --model mixtral-8x7b --hardware h100-sxm-80g --gpus 8 --ep 8 --seq 4096 --global-batch 8 --json";
   Result plain = run_sixfold(base);

@@ -24,6 +24,7 @@ Scenario scenario(const std::string& model, int gpus, int tp, int pp, int zero) 
   s.work.seq = 4096;
   s.work.global_batch = 256;
   s.layout.tp = tp;
+  s.layout.sp = tp > 1;  // torchtitan's TP is sequence parallel (and Megatron's export takes either)
   s.layout.pp = pp;
   s.layout.zero = zero;
   s.layout.dp = gpus / (tp * pp);

@@ -312,3 +312,41 @@ TEST_CASE("FSDP float8 all-gather: the torchtitan export writes it with its prec
   const Scenario back = parse_scenario(parse_yaml(plan_yaml(s, predict(s.model, s.hardware, s.work, s.layout)), "plan.yaml"));
   CHECK(back.work.fsdp_float8_all_gather);
 }
+
+TEST_CASE("float8 recipes: the torchtitan export names a rowwise recipe, writes none for tensorwise, others refuse it") {
+  Scenario s = h100_scenario("llama3-8b", 8, 64);
+  s.work.dtype = Dtype::FP8;
+  s.work.framework = Framework::Torchtitan;
+  s.layout.dp = 8;
+  s.layout.zero = 3;
+  s.layout.recompute = Recompute::Full;
+  // Tensorwise is what torchtitan runs without a recipe_name (and the only recipe it allows the
+  // float8 all-gather with): nothing written.
+  CHECK(export_torchtitan(s).find("recipe_name") == std::string::npos);
+  for (Float8Recipe r : {Float8Recipe::Rowwise, Float8Recipe::RowwiseWithGwHp}) {
+    s.work.float8_recipe = r;
+    CAPTURE(to_string(r));
+    const std::string text = export_torchtitan(s);
+    CHECK(sixfold::test::unknown_torchtitan_keys(text).empty());
+    CHECK(text.find("[quantize.linear.float8]\nrecipe_name = \"" + to_string(r) + "\"\nenable_fsdp_float8_all_gather = false\n") !=
+          std::string::npos);
+    // No note offering the float8 all-gather, which torchtitan refuses with a recipe.
+    for (const std::string& n : export_notes(ExportFormat::Torchtitan, s)) CHECK(n.find("--fsdp-float8-all-gather") == std::string::npos);
+    CHECK_THROWS_WITH_AS(export_megatron(s), doctest::Contains("float8 recipe"), UsageError);
+    CHECK_THROWS_AS(export_deepspeed(s), UsageError);  // refuses fp8 itself
+    const Scenario back = parse_scenario(parse_yaml(plan_yaml(s, predict(s.model, s.hardware, s.work, s.layout)), "plan.yaml"));
+    CHECK(back.work.float8_recipe == r);
+  }
+}
+
+TEST_CASE("the torchtitan export refuses tensor parallelism without sequence parallelism, which torchtitan has not") {
+  Scenario s = h100_scenario("llama3-8b", 8, 64);
+  s.work.framework = Framework::Torchtitan;
+  s.layout.tp = 2;
+  s.layout.dp = 4;
+  s.layout.zero = 3;
+  s.layout.sp = false;
+  CHECK_THROWS_WITH_AS(export_torchtitan(s), doctest::Contains("without sequence parallelism"), UsageError);
+  s.layout.sp = true;
+  CHECK_NOTHROW(export_torchtitan(s));
+}

@@ -93,6 +93,19 @@ TEST_CASE("an unstated TP overlap: on for Megatron-Core from 2023-11 with TP > 1
   CHECK(rep.rows[0].predicted.at("tflops_model") > rep.rows[2].predicted.at("tflops_model"));
 }
 
+TEST_CASE("a torchtitan row with tp > 1 runs sequence parallel, as torchtitan's TP plan always does, and says so") {
+  // sp stated 0: Megatron prices it so; torchtitan has no tensor parallelism without SequenceParallel.
+  const std::string shape = ",24,2048,8192,16,16,131072,4096,,,,h100-sxm-80g,16,8,4,4,1,1,1,1,0,3,1,64,full,bf16,,400,,,,,,";
+  const ValidationReport rep = run("S1,a" + shape + "torchtitan,2024-12,flash,1,0\n"
+                                   "S2,b" + shape + "megatron-lm,2024-07,flash,1,0\n");
+  REQUIRE(rep.rows.size() == 2);
+  for (const RowResult& row : rep.rows) REQUIRE_MESSAGE(row.scored, row.id << ": " << row.skip_reason);
+  CHECK(rep.rows[0].scenario.layout.sp);
+  CHECK(filled(rep.rows[0], "sp=on"));
+  CHECK_FALSE(rep.rows[1].scenario.layout.sp);
+  CHECK_FALSE(filled(rep.rows[1], "sp=on"));
+}
+
 TEST_CASE("the validator reads no free text: notes and source change nothing") {
   const std::string tail = ",32,4096,14336,32,8,128256,8192,,,,h100-sxm-80g,64,8,8,8,1,1,1,1,0,1,1,64,,bf16,,,,1000,,,";
   const ValidationReport rep = run(

@@ -179,6 +179,7 @@ struct ValidateCommand {
         {"ep_overlap", "unstated: the codebase's default, off but for DeepSeek's DualPipe (simulator/fit/run_facts.cpp)"},
         {"compile", "unstated (torchtitan): off, its default, or on, the faster; published torchtitan benchmarks compile"},
         {"fsdp_float8_all_gather", "unstated (torchtitan fp8 under FSDP): off, its JobConfig default (simulator/fit/run_facts.cpp)"},
+        {"float8_recipe", "unstated (torchtitan fp8): tensorwise, what its float8 converter runs without a recipe_name (simulator/fit/run_facts.cpp)"},
         {"pipeline_micro_batches", "torchtitan splits the local batch itself: pp micro-batches until 2025-01, one per stage until 2025-04, then one sequence each"},
         {"model_flops", "the source's count: Megatron-Bridge halves causal attention's FLOPs"},
         {"vpp", "unstated: the fastest interleave that fits in memory"},

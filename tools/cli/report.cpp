@@ -39,6 +39,7 @@ std::string scenario_header(const Scenario& s) {
          (s.work.fp8_activation_input_store ? ", SwiGLU input stored in fp8" : "") +
          (s.work.compile ? ", torch.compile" : "") +
          (s.work.fsdp_float8_all_gather ? ", FSDP float8 all-gather" : "") +
+         (s.work.float8_recipe != Float8Recipe::Tensorwise ? ", float8 " + to_string(s.work.float8_recipe) : "") +
          (s.work.bf16_adam_moments ? ", bf16 Adam moments" : "") +
          (!s.work.flash_attention ? ", unfused attention"
           : s.work.attention_kernel != AttentionKernel::Default ? ", attention " + to_string(s.work.attention_kernel)

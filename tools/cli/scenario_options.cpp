@@ -54,6 +54,10 @@ void ScenarioFlags::add_to(CLI::App& app, bool with_layout) {
                "FSDP all-gathers the fp8 linear weights in fp8 (torchtitan's enable_fsdp_float8_all_gather with "
                "precompute_float8_dynamic_scale_for_fsdp): half the gather bytes, no per-GEMM weight cast "
                "(torchtitan with --dtype fp8; it changes layouts whose ZeRO-3 shards over dp x cp > 1)");
+  app.add_option("--float8-recipe", float8_recipe,
+                 "tensorwise (default) | rowwise | rowwise_with_gw_hp: torchao's float8 scaling recipe (torchtitan's "
+                 "float8 recipe_name): rowwise scales every GEMM operand per row, casting what both backward GEMMs read "
+                 "twice, and runs bf16 tensor-parallel all-gathers (torchtitan with --dtype fp8)");
   app.add_option("--adam-moments", adam_moments,
                  "fp32 (default) | bf16: Adam's moments in bf16 (Megatron-Core's precision-aware optimizer)");
   app.add_flag("--activation-func-fp8-input-store", fp8_activation_input_store,
@@ -158,6 +162,7 @@ Scenario ScenarioFlags::resolve(bool with_layout) const {
   if (fp8_activation_input_store) s.work.fp8_activation_input_store = true;
   if (compile) s.work.compile = true;
   if (fsdp_float8_all_gather) s.work.fsdp_float8_all_gather = true;
+  if (!float8_recipe.empty()) s.work.float8_recipe = parse_float8_recipe(float8_recipe);
   if (mtp_layers) s.work.mtp_layers = *mtp_layers;
 
   Layout& l = s.layout;
@@ -172,6 +177,14 @@ Scenario ScenarioFlags::resolve(bool with_layout) const {
     if (given("pipeline_model_parallel_layout") && !given("vpp") && !given("schedule")) take_vpp_from_pipeline_layout(l);
     if (given("sp") && no_sp) throw UsageError("--sp and --no-sp contradict each other");
     if (no_sp) l.sp = false;
+    // torchtitan's TP plan always shards the sequence (its norms run as SequenceParallel, and it
+    // has no tensor parallelism without): sp comes with tp > 1 unless a file said otherwise.
+    if (s.work.framework == Framework::Torchtitan && l.tp > 1) {
+      if (no_sp)
+        throw UsageError("--no-sp with framework torchtitan: its tensor parallelism always shards the sequence "
+                         "(SequenceParallel norms in its TP plan)");
+      if (!have_base) l.sp = true;
+    }
     const std::string recompute = given("recompute") ? layout_options.at("recompute") : "";
     // torchtitan's "selective" activation checkpointing is op-level by default (selective_ac_option
     // = "op"); Megatron's core-attention recompute does not exist there.

@@ -12,7 +12,8 @@
 namespace sixfold::cli {
 
 struct ScenarioFlags {
-  std::string scenario, plan, model, hardware, cluster, dtype, framework, adam_moments, attention_kernel, cross_entropy;
+  std::string scenario, plan, model, hardware, cluster, dtype, framework, adam_moments, attention_kernel, cross_entropy,
+      float8_recipe;
   std::optional<BytesPerSec> network_bandwidth, intra_node_bandwidth;
   std::optional<int> gpus, gpus_per_node, nvlink_domain, mtp_layers, train_metric_passes;
   std::optional<long long> seq, global_batch;
