@@ -159,6 +159,15 @@ Scenario parse_scenario(const YamlDoc& doc) {
   s.work = parse_workload(doc, r["workload"]);
   s.layout = parse_layout(doc, r["layout"]);
   if (!r["layout"] || !r["layout"]["dp_overlap"]) s.layout.dp_overlap = default_dp_overlap(s.work.framework, s.layout.pp);
+  // torchtitan's tensor parallelism always shards the sequence (SequenceParallel norms): sp comes
+  // with tp > 1 where the file gives none, and a file that turns it off is wrong.
+  if (s.work.framework == Framework::Torchtitan && s.layout.tp > 1) {
+    if (r["layout"]["sp"] && !s.layout.sp)
+      yaml_field_error(doc, r["layout"]["sp"], "layout.sp",
+                       "false with framework torchtitan and tp > 1: its tensor parallelism always shards the sequence "
+                       "(SequenceParallel norms in its TP plan)");
+    s.layout.sp = true;
+  }
   const Layout& l = s.layout;
   const long long model_parallel = Count(l.tp) * l.pp * l.cp;
   const bool dp_given = r["layout"] && r["layout"]["dp"];

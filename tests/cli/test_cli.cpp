@@ -589,6 +589,15 @@ TEST_CASE("torchtitan's tensor parallelism is sequence parallel: predict turns s
     }
   CHECK(tp_layouts > 0);
   CHECK(j["pruned"]["torchtitan's tensor parallelism is sequence parallel"].get<int>() > 0);
+  // A scenario file: sp comes with tp > 1 where it gives none; turned off, the file's error.
+  const std::string given = "model: llama3-8b\nhardware: h100-sxm-80g\ngpus: 8\n"
+                            "workload: {seq: 4096, global_batch: 8, framework: torchtitan}\n";
+  r = run_sixfold("predict --json --scenario " + write_temp("tt_sp.yaml", given + "layout: {tp: 2}\n"));
+  REQUIRE(r.code == 0);
+  CHECK(nlohmann::json::parse(r.output)["layout"]["sp"] == true);
+  r = run_sixfold("predict --scenario " + write_temp("tt_nosp.yaml", given + "layout: {tp: 2, sp: false}\n"));
+  CHECK(r.code == 1);
+  CHECK(contains(r.output, "field 'layout.sp': false with framework torchtitan"));
 }
 
 TEST_CASE("--activation-func-fp8-input-store: priced, exported as the config field Megatron has no flag for, refused where it does not exist") {

@@ -178,12 +178,12 @@ Scenario ScenarioFlags::resolve(bool with_layout) const {
     if (given("sp") && no_sp) throw UsageError("--sp and --no-sp contradict each other");
     if (no_sp) l.sp = false;
     // torchtitan's TP plan always shards the sequence (its norms run as SequenceParallel, and it
-    // has no tensor parallelism without): sp comes with tp > 1 unless a file said otherwise.
+    // has no tensor parallelism without): sp comes with tp > 1.
     if (s.work.framework == Framework::Torchtitan && l.tp > 1) {
       if (no_sp)
         throw UsageError("--no-sp with framework torchtitan: its tensor parallelism always shards the sequence "
                          "(SequenceParallel norms in its TP plan)");
-      if (!have_base) l.sp = true;
+      l.sp = true;
     }
     const std::string recompute = given("recompute") ? layout_options.at("recompute") : "";
     // torchtitan's "selective" activation checkpointing is op-level by default (selective_ac_option
