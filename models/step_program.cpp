@@ -27,6 +27,7 @@ struct Dims {
   bool deepep_dispatch;              // Workload::deepep_dispatch
   bool tp_overlap_single_matmul;     // async TP fuses a reduce-scatter only with one matmul's output
   bool tp_gather_unfused;            // async TP fuses no all-gather with its matmul (torchao's rowwise fp8)
+  Count tp_gather_width;             // bytes an element of the SP all-gathers into column- and row-parallel GEMMs
   int tp_rs_chunks;                  // a fused reduce-scatter's chunks (FrameworkTraits::tp_overlap_rs_chunks)
   bool tp_rs_tail, tp_rs_local_sum;  // its last chunk after the GEMM; the partials' sum after it
   int heads_rank, kv_heads_rank;     // heads on this rank
@@ -56,6 +57,7 @@ Dims make_dims(const ModelSpec& m, const Layout& l, const Workload& w) {
   d.eager_composites = fw.eager_pointwise_composites && !w.compile;
   d.deepep_dispatch = w.deepep_dispatch;
   d.tp_overlap_single_matmul = fw.tp_overlap_single_matmul;
+  d.tp_gather_width = d.act;
   d.tp_rs_chunks = fw.tp_overlap_rs_chunks > 0 ? fw.tp_overlap_rs_chunks : l.tp;
   d.tp_rs_tail = fw.tp_overlap_rs_tail;
   d.tp_rs_local_sum = fw.tp_overlap_rs_local_sum;
@@ -71,6 +73,10 @@ Dims make_dims(const ModelSpec& m, const Layout& l, const Workload& w) {
     d.gemm_input = d.act;
     d.colwise_input = l.tp > 1 && !float8_rowwise(w) ? 1 : d.act;
     d.tp_gather_unfused = float8_rowwise(w);
+    // Tensorwise: Float8ColwiseParallel casts the sequence shard before the forward all-gather and
+    // Float8RowwiseParallel the output gradient before the backward's (torchao
+    // float8/float8_tensor_parallel.py): those gathers move fp8; the reduce-scatters stay bf16.
+    if (l.tp > 1 && !float8_rowwise(w)) d.tp_gather_width = 1;
   }
   // Under SP, Megatron keeps the sequence-sharded input of the column-parallel GEMMs and gathers
   // it again in the backward; DTensor's autograd (torchtitan) keeps the gathered input.
@@ -179,7 +185,8 @@ Op norm_op(const char* name, const ModelSpec& m, const Dims& d, Count rows, Coun
 // again as `regather_name` (add_backward).
 void tp_enter(std::vector<Op>& ops, const Dims& d, const char* name, const char* regather_name, Count kept_row_bytes) {
   if (d.tp > 1 && d.sp) {
-    Op op = collective(name, Group::TP, Collective::AllGather, Bytes(d.tokens * d.h * d.act), d.tp);
+    Op op = collective(name, Group::TP, Collective::AllGather, Bytes(d.tokens * d.h * d.tp_gather_width), d.tp);
+    op.backward_message = Bytes(d.tokens * d.h * d.act);  // its backward reduce-scatters bf16 gradients
     // The gather itself (unless async TP cannot fuse it); its backward reduce-scatter either way.
     op.tp_overlappable = !d.tp_gather_unfused;
     op.backward_tp_overlap_only = d.tp_gather_unfused;
@@ -199,6 +206,7 @@ void tp_exit(std::vector<Op>& ops, const Dims& d, const char* ar_name, const cha
   Op op = d.sp ? collective(rs_name, Group::TP, Collective::ReduceScatter, Bytes(d.tokens * d.h * d.act), d.tp)
                : collective(ar_name, Group::TP, Collective::AllReduce, Bytes(d.tokens * d.h * d.act), d.tp);
   op.tp_overlappable = true;
+  if (d.sp) op.backward_message = Bytes(d.tokens * d.h * d.tp_gather_width);
   // Its backward all-gathers the output gradient into the input-gradient matmul.
   if (d.sp && d.tp_gather_unfused) op.backward_tp_overlappable = false;
   if (d.sp) {
@@ -478,6 +486,8 @@ void add_backward(std::vector<Op>& out, const Op& f) {
       b.saved = 0;
       b.tp_overlappable = (f.tp_overlappable || f.backward_tp_overlap_only) && f.backward_tp_overlappable;
       b.backward_tp_overlap_only = false;
+      if (f.backward_message > 0) b.message = f.backward_message;
+      b.backward_message = 0;
       // The backward of a block's all-gather reduce-scatters the input gradient beside the weight
       // gradient's GEMM, unchunked (TransformerEngine's "bulk" overlap); that of its
       // reduce-scatter all-gathers the output gradient into the input-gradient GEMM in tp chunks.

@@ -42,6 +42,7 @@ struct Op {
   Group group = Group::None;
   Collective collective = Collective::None;
   Bytes message = 0;      // collective: bytes per rank in nccl-tests' "size" sense (full buffer)
+  Bytes backward_message = 0;  // collective: its backward's message where it differs (another dtype)
   int group_size = 1;
   Bytes saved = 0;        // forward op: activation bytes it keeps for the backward pass
   bool tp_overlappable = false;  // a TP collective that TP comm overlap can hide behind a GEMM

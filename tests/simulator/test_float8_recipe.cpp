@@ -127,6 +127,19 @@ TEST_CASE("float8 recipes: rowwise gathers the TP input in bf16 and keeps it so,
   CHECK(count(lt_layer.backward, true, Collective::AllGather, true) == 2);
   CHECK(count(lr_layer.backward, true, Collective::AllGather, false) == 2);
 
+  // Tensorwise's gathers move fp8 (Float8ColwiseParallel casts before the forward gather,
+  // Float8RowwiseParallel the output gradient before the backward's); rowwise's move bf16; the
+  // reduce-scatters move bf16 gradients and partial sums either way.
+  const double bf16_message = 8192.0 * 4096 * 2;  // tokens (seq 8192, micro-batch 1) x hidden x 2 bytes
+  for (const auto* layer : {&lt_layer, &lr_layer})
+    for (const auto* ops : {&layer->forward, &layer->backward})
+      for (const Op& op : *ops) {
+        if (op.group != Group::TP || op.kind != OpKind::Collective) continue;
+        CAPTURE(op.name);
+        const bool fp8 = layer == &lt_layer && op.collective == Collective::AllGather;
+        CHECK(op.message == doctest::Approx(fp8 ? bf16_message / 2 : bf16_message));
+      }
+
   // Priced: rowwise costs more than tensorwise, more again under async TP where tensorwise hides
   // its gathers; bf16 GEMMs make rowwise_with_gw_hp slower still than rowwise on the same layout.
   const ModelSpec m = load_model("llama3-8b");
