@@ -28,6 +28,7 @@ struct Dims {
   bool tp_overlap_single_matmul;     // async TP fuses a reduce-scatter only with one matmul's output
   bool tp_gather_unfused;            // async TP fuses no all-gather with its matmul (torchao's rowwise fp8)
   Count tp_gather_width;             // bytes an element of the SP all-gathers into column- and row-parallel GEMMs
+  bool sp_dim1_copies;               // SP collectives along dim 1 of [b, s, h] copy their tensor (tp_enter)
   int tp_rs_chunks;                  // a fused reduce-scatter's chunks (FrameworkTraits::tp_overlap_rs_chunks)
   bool tp_rs_tail, tp_rs_local_sum;  // its last chunk after the GEMM; the partials' sum after it
   int heads_rank, kv_heads_rank;     // heads on this rank
@@ -58,6 +59,14 @@ Dims make_dims(const ModelSpec& m, const Layout& l, const Workload& w) {
   d.deepep_dispatch = w.deepep_dispatch;
   d.tp_overlap_single_matmul = fw.tp_overlap_single_matmul;
   d.tp_gather_width = d.act;
+  // torchtitan shards the sequence as dim 1 of its [b, s, h] activations (Shard(1)); NCCL gathers
+  // and scatters along dim 0, so PyTorch's functional collectives copy: all_gather_tensor runs
+  // torch.cat(torch.chunk(res, group_size, dim=0), dim=gather_dim) on the gathered tensor, and
+  // reduce_scatter_tensor torch.cat(torch.chunk(input, group_size, dim=scatter_dim)) on its input
+  // (torch/distributed/_functional_collectives.py, in the torch of every torchtitan row). Async TP's
+  // fused all-gather-matmul and matmul-reduce-scatter take the dimension themselves. Megatron keeps
+  // [s, b, h] and gathers dim 0.
+  d.sp_dim1_copies = w.framework == Framework::Torchtitan && l.sp && l.tp > 1 && !l.tp_overlap;
   d.tp_rs_chunks = fw.tp_overlap_rs_chunks > 0 ? fw.tp_overlap_rs_chunks : l.tp;
   d.tp_rs_tail = fw.tp_overlap_rs_tail;
   d.tp_rs_local_sum = fw.tp_overlap_rs_local_sum;
@@ -199,10 +208,24 @@ void tp_enter(std::vector<Op>& ops, const Dims& d, const char* name, const char*
       ops.back().backward_regather = again.name;
       ops.back().regather_message = again.message;
     }
+    // The copy of the gathered tensor (read and write), and in the backward that of the gradient
+    // before its reduce-scatter (tp_enter's Dims::sp_dim1_copies).
+    if (d.sp_dim1_copies) {
+      Op copy = memory("sp_dim1_copy", OpClass::Elementwise, Bytes(2 * d.tokens * d.h * d.tp_gather_width));
+      copy.backward_bytes = Bytes(2 * d.tokens * d.h * d.act);
+      ops.push_back(copy);
+    }
   }
 }
 void tp_exit(std::vector<Op>& ops, const Dims& d, const char* ar_name, const char* rs_name) {
   if (d.tp <= 1) return;
+  if (d.sp && d.sp_dim1_copies) {
+    // The copy of the partial sums before the reduce-scatter, and in the backward that of the
+    // gathered gradient after its all-gather (Dims::sp_dim1_copies).
+    Op copy = memory("sp_dim1_copy", OpClass::Elementwise, Bytes(2 * d.tokens * d.h * d.act));
+    copy.backward_bytes = Bytes(2 * d.tokens * d.h * d.tp_gather_width);
+    ops.push_back(copy);
+  }
   Op op = d.sp ? collective(rs_name, Group::TP, Collective::ReduceScatter, Bytes(d.tokens * d.h * d.act), d.tp)
                : collective(ar_name, Group::TP, Collective::AllReduce, Bytes(d.tokens * d.h * d.act), d.tp);
   op.tp_overlappable = true;
@@ -1045,7 +1068,9 @@ bool same_program_parts(const Layout& a, const Layout& b, const Workload& work) 
          a.micro_batch == b.micro_batch && a.recompute == b.recompute && a.recompute_modules == b.recompute_modules &&
          a.partial_recompute() == b.partial_recompute() && (a.pp == 1) == (b.pp == 1) &&
          bf16_optimizer_runs(work, a) == bf16_optimizer_runs(work, b) &&
-         fsdp_float8_gathers(work, a) == fsdp_float8_gathers(work, b);
+         fsdp_float8_gathers(work, a) == fsdp_float8_gathers(work, b) &&
+         // torchtitan's SP collectives copy their tensor only without async TP (sp_dim1_copies).
+         (work.framework != Framework::Torchtitan || a.tp_overlap == b.tp_overlap);
 }
 
 StepProgram expand_step_program(const ModelSpec& m, const Layout& l, const Workload& w) {

@@ -782,3 +782,35 @@ TEST_CASE("a DeepSpeed row dated before the BF16_Optimizer (DeepSpeed #1801, 202
   CHECK_FALSE(stage0_only("2023-06", 12));
   CHECK_FALSE(stage0_only("", 12));
 }
+
+TEST_CASE("torchtitan's vanilla-TP collectives copy their tensor along the sequence dim, async TP's and Megatron's do not") {
+  // PyTorch's functional all_gather_tensor / reduce_scatter_tensor cat chunks when the dim is not
+  // 0, as torchtitan's Shard(1) of [b, s, h] is; Megatron's [s, b, h] gathers dim 0.
+  const ModelSpec m = load_model("llama3-8b");
+  Workload w;
+  w.seq = 4096;
+  w.global_batch = 8;
+  auto copies = [&](Framework f, bool async) {
+    w.framework = f;
+    Layout l;
+    l.dp = 2;
+    l.tp = 4;
+    l.sp = true;
+    l.tp_overlap = async;
+    validate_layout(m, l, w, 8);
+    const StepProgram p = expand_step_program(m, l, w);
+    double forward = 0, backward = 0;
+    for (const Op& op : p.dense_layer().forward)
+      if (std::string_view(op.name) == "sp_dim1_copy") forward += op.bytes;
+    for (size_t i = p.dense_layer().recompute_ops; i < p.dense_layer().backward.size(); ++i)
+      if (std::string_view(p.dense_layer().backward[i].name) == "sp_dim1_copy") backward += p.dense_layer().backward[i].bytes;
+    return std::pair{forward, backward};
+  };
+  // Two gathers and two reduce-scatters a layer, each a read and a write of the full [b, s, h] (bf16).
+  const double full = 4096.0 * 4096 * 2;
+  const auto [f, b] = copies(Framework::Torchtitan, false);
+  CHECK(f == doctest::Approx(4 * 2 * full));
+  CHECK(b == doctest::Approx(4 * 2 * full));
+  CHECK(copies(Framework::Torchtitan, true).first == 0);
+  CHECK(copies(Framework::Megatron, false).first == 0);
+}
