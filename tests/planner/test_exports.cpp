@@ -31,6 +31,17 @@ Scenario h100_scenario(const char* model, int gpus, Count global_batch) {
   return s;
 }
 
+// Llama3-8B trained by torchtitan in fp8 under FSDP on 8 H100s (full recompute).
+Scenario torchtitan_fp8_fsdp() {
+  Scenario s = h100_scenario("llama3-8b", 8, 64);
+  s.work.dtype = Dtype::FP8;
+  s.work.framework = Framework::Torchtitan;
+  s.layout.dp = 8;
+  s.layout.zero = 3;
+  s.layout.recompute = Recompute::Full;
+  return s;
+}
+
 Scenario llama_scenario() {
   Scenario s = h100_scenario("llama3-70b", 64, 128);
   s.layout.tp = 8; s.layout.pp = 4; s.layout.dp = 2; s.layout.sp = true; s.layout.zero = 1;
@@ -283,12 +294,7 @@ TEST_CASE("Megatron fp8: --fp8-param-gather where the distributed optimizer allo
 }
 
 TEST_CASE("FSDP float8 all-gather: the torchtitan export writes it with its precomputed scales, others refuse it") {
-  Scenario s = h100_scenario("llama3-8b", 8, 64);
-  s.work.dtype = Dtype::FP8;
-  s.work.framework = Framework::Torchtitan;
-  s.layout.dp = 8;
-  s.layout.zero = 3;
-  s.layout.recompute = Recompute::Full;
+  Scenario s = torchtitan_fp8_fsdp();
   CHECK(export_torchtitan(s).find("enable_fsdp_float8_all_gather = false\n") != std::string::npos);
   // Exported off, the notes say how to price it on; a layout FSDP does not shard gets no such note.
   auto mentions_flag = [](const std::vector<std::string>& notes) {
@@ -314,12 +320,7 @@ TEST_CASE("FSDP float8 all-gather: the torchtitan export writes it with its prec
 }
 
 TEST_CASE("float8 recipes: the torchtitan export names a rowwise recipe, writes none for tensorwise, others refuse it") {
-  Scenario s = h100_scenario("llama3-8b", 8, 64);
-  s.work.dtype = Dtype::FP8;
-  s.work.framework = Framework::Torchtitan;
-  s.layout.dp = 8;
-  s.layout.zero = 3;
-  s.layout.recompute = Recompute::Full;
+  Scenario s = torchtitan_fp8_fsdp();
   // Tensorwise is what torchtitan runs without a recipe_name (and the only recipe it allows the
   // float8 all-gather with): nothing written.
   CHECK(export_torchtitan(s).find("recipe_name") == std::string::npos);
