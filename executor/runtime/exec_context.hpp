@@ -34,6 +34,10 @@ struct ExecContext {
   double rope_theta = 10000.0;  // Llama/NeoX default base
   double norm_eps = 1e-5;
   bool sp = false;
+  // Under SP, the column-parallel GEMMs keep their gathered input for the weight gradient
+  // (torchtitan's DTensor autograd; FrameworkTraits::sp_keeps_gathered_input) instead of
+  // re-gathering the shard in the backward (Megatron's SP linear).
+  bool sp_keeps_gathered = false;
   std::vector<int> positions;  // [rows]: sequence position of each local row
 
   MemoryTracker* memory() const { return &backend->memory(); }

@@ -25,6 +25,7 @@ struct ModelRuntime<T>::MicroBatchState {
   // re-gathered in backward) and the fp32 softmax of the vocab-parallel cross-entropy, which is
   // what Megatron's VocabParallelCrossEntropy saves (the logits themselves are dropped).
   TrackedBuffer<T> head_in, norm_mean, norm_rstd, head_normed, softmax;
+  TrackedBuffer<T> head_full;  // the gathered head input, where SP keeps it (ExecContext::sp_keeps_gathered)
 };
 
 namespace {
@@ -75,6 +76,7 @@ ModelRuntime<T>::ModelRuntime(const ModelSpec& model, const Layout& layout, cons
   ctx_.seq_local = int(work.seq / layout.cp);
   ctx_.rows = long(ctx_.micro_batch) * ctx_.seq_local;
   ctx_.sp = layout.sp && layout.tp > 1;
+  ctx_.sp_keeps_gathered = ctx_.sp && framework_traits(work.framework).sp_keeps_gathered_input;
   require(!ctx_.sp || ctx_.rows % layout.tp == 0, "tp must divide the tokens of a micro-batch under sp");
   ctx_.rows_residual = ctx_.sp ? ctx_.rows / layout.tp : ctx_.rows;
   ctx_.head_dim = model.head_dim > 0 ? model.head_dim : int(model.hidden / model.heads);
@@ -367,9 +369,10 @@ double ModelRuntime<T>::head_forward(MicroBatchState& mb, const T* x) {
       final_norm_->release_weights();
       head_full = mb.head_normed.data();
     } else if (named(op, "head_allgather")) {
-      full.reset(mem, Bf, N * H);
-      ctx_.enter_tp_forward(ops.take(op.name), mb.head_normed.data(), full.data());
-      head_full = full.data();
+      TrackedBuffer<T>& into = ctx_.sp_keeps_gathered ? mb.head_full : full;
+      into.reset(mem, ctx_.sp_keeps_gathered ? A : Bf, N * H);
+      ctx_.enter_tp_forward(ops.take(op.name), mb.head_normed.data(), into.data());
+      head_full = into.data();
     } else if (named(op, "lm_head")) {
       logits.reset(mem, A, N * Vl);
       ctx_.acquire_weights(head);
@@ -462,11 +465,14 @@ void ModelRuntime<T>::head_backward(MicroBatchState& mb, T* dx) {
       hold_head();
       const OpHandle gemm_w = ops.take(op.name, true);
       const T* head_full = mb.head_normed.data();
-      if (ctx_.sp) {
+      if (ctx_.sp_keeps_gathered) {
+        head_full = mb.head_full.data();
+      } else if (ctx_.sp) {
         if (full.empty()) throw Error("the step program holds no re-gather of the head's SP input");
         head_full = full.data();
       }
       ctx_.gemm(gemm_w, true, false, Vl, H, N, dlogits.data(), head_full, T(1), head->grad(w));
+      mb.head_full.free();
     } else if (named(op, enter_name)) {
       reduce_input_grad(ops.take(op.name));
     } else if (named(op, "final_norm")) {

@@ -96,6 +96,30 @@ void throw_no_work(const ProgramOpList& list, size_t i) {
 
 bool named(const Op& op, const char* name) { return std::string_view(op.name) == name; }
 
+bool run_layout_copy(OpCursor& ops, const Op& op) {
+  if (!named(op, "sp_dim1_copy")) return false;
+  const OpHandle h = ops.take(op.name);
+  // Read and write: op.bytes moves half of them from one buffer to another. Outside the memory
+  // tracker, as the cost model counts no memory for it (a transient the allocator reuses).
+  const std::size_t n = std::size_t(op.bytes / 2);
+  if (n == 0 || !h.backend) return true;
+  DeviceStorage& storage = h.backend->storage();
+  void* src = storage.allocate(n);
+  void* dst = nullptr;
+  try {
+    dst = storage.allocate(n);
+    OpScope timer(h);
+    storage.copy(dst, src, n);
+  } catch (...) {
+    if (dst) storage.release(dst, n);
+    storage.release(src, n);
+    throw;
+  }
+  storage.release(dst, n);
+  storage.release(src, n);
+  return true;
+}
+
 void OpCursor::finish() const {
   std::string missing;
   for (size_t i = 0; i < list_->ops.size(); ++i)

@@ -114,6 +114,12 @@ class OpCursor {
 // Whether an op has this name (op names are static strings; compared by content).
 bool named(const Op& op, const char* name);
 
+// An op that only moves memory where the framework the program follows lays its tensors out
+// otherwise than the executor (torchtitan's copy of an SP collective along the sequence dim,
+// sp_dim1_copy): takes it and runs a copy of as many bytes in the backend's memory, timed under
+// it; the executor's own collectives need no reordering. False for any other op.
+bool run_layout_copy(OpCursor& ops, const Op& op);
+
 // Runs a list from the step program: walks the cursor's ops in the list's order and hands each
 // one not yet handed out to `run_op(const Op&)`, which takes it (and any op it runs together with
 // it) from the cursor; an op no handler took fails the run, naming it, and so does an op left over.
@@ -122,6 +128,7 @@ void walk(OpCursor& ops, RunOp run_op) {
   const ProgramOpList& list = ops.list();
   for (size_t i = 0; i < list.ops.size(); ++i) {
     if (ops.taken(i)) continue;
+    if (run_layout_copy(ops, *list.ops[i].op)) continue;
     run_op(*list.ops[i].op);
     if (!ops.taken(i)) throw_no_work(list, i);
   }

@@ -116,9 +116,9 @@ void TransformerLayer<T>::norm_backward(const ExecContext& ctx, const OpHandle& 
 
 template <class T>
 const T* TransformerLayer<T>::gathered(const ExecContext& ctx, const OpHandle& op, const TrackedBuffer<T>& shard,
-                                      TrackedBuffer<T>& full) const {
+                                      TrackedBuffer<T>& full, MemoryCategory category) const {
   if (!ctx.sp) return shard.data();
-  full.reset(ctx.memory(), MemoryCategory::Buffers, ctx.rows * ctx.hidden);
+  full.reset(ctx.memory(), category, ctx.rows * ctx.hidden);
   ctx.enter_tp_forward(op, shard.data(), full.data());
   return full.data();
 }
@@ -223,7 +223,9 @@ void TransformerLayer<T>::forward_op(const ExecContext& ctx, OpCursor& ops, cons
                  s.norm1_rstd.data(), Nr);
     f.attn_in = s.n1.data();
   } else if (named(op, "attn_allgather")) {
-    f.attn_in = gathered(ctx, ops.take(op.name), s.n1, f.full);
+    // Kept for the weight gradient where SP keeps the gathered input (torchtitan), else transient.
+    f.attn_in = ctx.sp_keeps_gathered ? gathered(ctx, ops.take(op.name), s.n1, s.attn_full, A)
+                                      : gathered(ctx, ops.take(op.name), s.n1, f.full);
   } else if (named(op, "qkv_proj")) {
     const OpHandle qkv = ops.take(op.name);
     s.q.reset(mem, A, N * hl * d);
@@ -273,7 +275,8 @@ void TransformerLayer<T>::forward_op(const ExecContext& ctx, OpCursor& ops, cons
                  s.norm2_rstd.data(), Nr);
     f.mlp_in = s.norm2_out.data();
   } else if (named(op, "mlp_allgather")) {
-    f.mlp_in = gathered(ctx, ops.take(op.name), s.norm2_out, f.full);
+    f.mlp_in = ctx.sp_keeps_gathered ? gathered(ctx, ops.take(op.name), s.norm2_out, s.mlp_full, A)
+                                     : gathered(ctx, ops.take(op.name), s.norm2_out, f.full);
   } else if (named(op, "mlp_up")) {
     const OpHandle up = ops.take(op.name);
     s.gate.reset(mem, A, N * Fl);
@@ -357,10 +360,12 @@ void TransformerLayer<T>::backward_op(const ExecContext& ctx, OpCursor& ops, con
     b.dinput.free();
     b.full.free();
   };
-  // The saved norm output for a weight gradient: re-gathered under SP by the program's regather
-  // op before the input-gradient GEMM (Megatron's SP linear), timed under that op.
-  auto wgrad_input = [&](const TrackedBuffer<T>& shard) -> const T* {
+  // The saved norm output for a weight gradient: under SP the gathered input the forward kept
+  // (ExecContext::sp_keeps_gathered), or the shard re-gathered by the program's regather op before
+  // the input-gradient GEMM (Megatron's SP linear), timed under that op.
+  auto wgrad_input = [&](const TrackedBuffer<T>& shard, const TrackedBuffer<T>& kept) -> const T* {
     if (!ctx.sp) return shard.data();
+    if (ctx.sp_keeps_gathered) return kept.data();
     if (b.full.empty()) throw Error("the step program holds no re-gather of the SP input before this weight gradient");
     return b.full.data();
   };
@@ -397,9 +402,10 @@ void TransformerLayer<T>::backward_op(const ExecContext& ctx, OpCursor& ops, con
       if (swiglu_) ctx.gemm(up, false, true, N, H, Fl, b.dup.data(), params_->weight(w_up_), T(1), b.dinput.data());
     } else {
       const OpHandle up_w = ops.take(op.name, true);
-      const T* mlp_in = wgrad_input(s.norm2_out);
+      const T* mlp_in = wgrad_input(s.norm2_out, s.mlp_full);
       ctx.gemm(up_w, true, false, H, Fl, N, mlp_in, b.dgate.data(), T(1), params_->grad(w_gate_));
       if (swiglu_) ctx.gemm(up_w, true, false, H, Fl, N, mlp_in, b.dup.data(), T(1), params_->grad(w_up_));
+      s.mlp_full.free();
     }
   } else if (named_any(op, {"mlp_allgather", "mlp_allreduce"})) {
     input_grad(ops.take(op.name));
@@ -452,10 +458,11 @@ void TransformerLayer<T>::backward_op(const ExecContext& ctx, OpCursor& ops, con
       ctx.gemm(qkv, false, true, N, H, kvl * d, b.dv.data(), params_->weight(wv_), T(1), b.dinput.data());
     } else {
       const OpHandle qkv_w = ops.take(op.name, true);
-      const T* attn_in = wgrad_input(s.n1);
+      const T* attn_in = wgrad_input(s.n1, s.attn_full);
       ctx.gemm(qkv_w, true, false, H, hl * d, N, attn_in, b.dpre_q.data(), T(1), params_->grad(wq_));
       ctx.gemm(qkv_w, true, false, H, kvl * d, N, attn_in, b.dpre_k.data(), T(1), params_->grad(wk_));
       ctx.gemm(qkv_w, true, false, H, kvl * d, N, attn_in, b.dv.data(), T(1), params_->grad(wv_));
+      s.attn_full.free();
     }
   } else if (named_any(op, {"attn_allgather", "attn_allreduce"})) {
     input_grad(ops.take(op.name));

@@ -36,6 +36,9 @@ struct LayerSaved {
   // n1, norm2_out: norm outputs [rows_residual, H] (the sequence shard under SP).
   TrackedBuffer<T> x, norm1_mean, norm1_rstd, n1, q, k, v, attn_out, lse, h, norm2_out, norm2_mean, norm2_rstd, gate,
       up, act;
+  // The gathered inputs of the attention and MLP column-parallel GEMMs, where SP keeps them for the
+  // weight gradient (ExecContext::sp_keeps_gathered).
+  TrackedBuffer<T> attn_full, mlp_full;
   MoeSaved<T> moe;
   bool complete = false;  // false after full recompute dropped everything but x
 };
@@ -65,7 +68,8 @@ class TransformerLayer {
   void backward_op(const ExecContext& ctx, OpCursor& ops, const Op& op, Backward& b);
   // Under SP the all-gather of a saved norm-output shard into `full` (Buffers), timed under `op`;
   // else the shard itself.
-  const T* gathered(const ExecContext& ctx, const OpHandle& op, const TrackedBuffer<T>& shard, TrackedBuffer<T>& full) const;
+  const T* gathered(const ExecContext& ctx, const OpHandle& op, const TrackedBuffer<T>& shard, TrackedBuffer<T>& full,
+                    MemoryCategory category = MemoryCategory::Buffers) const;
   void norm_forward(const ExecContext& ctx, const OpHandle& op, int w, int b, const T* in, T* out, T* mean, T* rstd,
                     long rows);
   void norm_backward(const ExecContext& ctx, const OpHandle& op, int w, int b, const T* dy, const T* x, const T* mean,

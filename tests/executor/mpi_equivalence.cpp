@@ -30,6 +30,7 @@ struct Case {
   bool moe = false;
   bool tied = false;
   bool squared_relu = false;  // Nemotron-4's MLP instead of SwiGLU
+  Framework framework = Framework::Megatron;  // torchtitan: SP keeps the gathered inputs, layout copies
   int layers = 0;  // 0: the tiny model's
 };
 
@@ -52,6 +53,7 @@ std::map<std::string, std::function<Case()>> cases() {
       {"zero3_dp4", with([](Case& c) { c.layout.dp = 4; c.layout.zero = 3; c.layout.micro_batch = 1; })},
       {"tp2", with([](Case& c) { c.layout.tp = 2; })},
       {"tp2_sp", with([](Case& c) { c.layout.tp = 2; c.layout.sp = true; })},
+      {"tp2_sp_torchtitan", with([](Case& c) { c.layout.tp = 2; c.layout.sp = true; c.framework = Framework::Torchtitan; })},
       {"pp2_1f1b", with([](Case& c) { c.layout.pp = 2; c.layout.micro_batch = 1; })},
       {"pp2_tied", with([](Case& c) { c.layout.pp = 2; c.tied = true; })},
       {"pp2_interleaved", with([](Case& c) {
@@ -186,7 +188,8 @@ int main(int argc, char** argv) {
     model.tied_embeddings = c.tied;
     if (c.squared_relu) model.activation = Activation::SquaredReLU;
     if (c.layers > 0) model.layers = c.layers;
-    const Workload work = test::tiny_workload();
+    Workload work = test::tiny_workload();
+    work.framework = c.framework;
     Layout single;
     single.micro_batch = c.layout.micro_batch;
     const RunReport reference = run_plan_on(model, single, work, opt, std::make_unique<SelfCommunicator>());
