@@ -29,6 +29,7 @@ struct Dims {
   bool tp_gather_unfused;            // async TP fuses no all-gather with its matmul (torchao's rowwise fp8)
   Count tp_gather_width;             // bytes an element of the SP all-gathers into column- and row-parallel GEMMs
   bool sp_dim1_copies;               // SP collectives along dim 1 of [b, s, h] copy their tensor (tp_enter)
+  bool tp_overlap;                   // Layout::tp_overlap: fused collectives make no such copy
   int tp_rs_chunks;                  // a fused reduce-scatter's chunks (FrameworkTraits::tp_overlap_rs_chunks)
   bool tp_rs_tail, tp_rs_local_sum;  // its last chunk after the GEMM; the partials' sum after it
   int heads_rank, kv_heads_rank;     // heads on this rank
@@ -64,9 +65,12 @@ Dims make_dims(const ModelSpec& m, const Layout& l, const Workload& w) {
   // torch.cat(torch.chunk(res, group_size, dim=0), dim=gather_dim) on the gathered tensor, and
   // reduce_scatter_tensor torch.cat(torch.chunk(input, group_size, dim=scatter_dim)) on its input
   // (torch/distributed/_functional_collectives.py, in the torch of every torchtitan row). Async TP's
-  // fused all-gather-matmul and matmul-reduce-scatter take the dimension themselves. Megatron keeps
-  // [s, b, h] and gathers dim 0.
-  d.sp_dim1_copies = w.framework == Framework::Torchtitan && l.sp && l.tp > 1 && !l.tp_overlap;
+  // fused all-gather-matmul and matmul-reduce-scatter take the dimension themselves (the inductor
+  // pass matches the split+cat with the collective, torch/_inductor/fx_passes/micro_pipeline_tp.py);
+  // a collective it leaves unfused keeps its copy (layout_copy). Megatron keeps [s, b, h] and
+  // gathers dim 0.
+  d.sp_dim1_copies = w.framework == Framework::Torchtitan && l.sp && l.tp > 1;
+  d.tp_overlap = l.tp_overlap;
   d.tp_rs_chunks = fw.tp_overlap_rs_chunks > 0 ? fw.tp_overlap_rs_chunks : l.tp;
   d.tp_rs_tail = fw.tp_overlap_rs_tail;
   d.tp_rs_local_sum = fw.tp_overlap_rs_local_sum;
@@ -188,6 +192,17 @@ Op norm_op(const char* name, const ModelSpec& m, const Dims& d, Count rows, Coun
   return with_saved(memory(name, OpClass::Norm, Bytes(2 * a * elements)), Bytes(double(a) * elements));
 }
 
+// A layout copy beside an SP collective (Dims::sp_dim1_copies): `forward` bytes read and written
+// in the forward, `backward` in the backward; 0 where that pass makes none (its collective fused).
+void layout_copy(std::vector<Op>& ops, Bytes forward, Bytes backward) {
+  if (forward <= 0 && backward <= 0) return;
+  Op copy = memory("sp_dim1_copy", OpClass::Elementwise, forward);
+  if (forward <= 0) copy.kernels = 0, copy.backward_kernels = 1;
+  copy.backward_bytes = backward;
+  copy.forward_only = backward <= 0;
+  ops.push_back(copy);
+}
+
 // TP entry/exit of a block: all-gather in / reduce-scatter out under SP, else an all-reduce out.
 // Where the column-parallel GEMM after the entry keeps only the sequence shard of its input
 // (d.gemm_input_tokens, FrameworkTraits::sp_keeps_gathered_input), its backward gathers the shard
@@ -209,23 +224,20 @@ void tp_enter(std::vector<Op>& ops, const Dims& d, const char* name, const char*
       ops.back().regather_message = again.message;
     }
     // The copy of the gathered tensor (read and write), and in the backward that of the gradient
-    // before its reduce-scatter (tp_enter's Dims::sp_dim1_copies).
-    if (d.sp_dim1_copies) {
-      Op copy = memory("sp_dim1_copy", OpClass::Elementwise, Bytes(2 * d.tokens * d.h * d.tp_gather_width));
-      copy.backward_bytes = Bytes(2 * d.tokens * d.h * d.act);
-      ops.push_back(copy);
-    }
+    // before its reduce-scatter (Dims::sp_dim1_copies), each unless async TP fuses its collective.
+    if (d.sp_dim1_copies)
+      layout_copy(ops, !d.tp_overlap || d.tp_gather_unfused ? Bytes(2 * d.tokens * d.h * d.tp_gather_width) : 0,
+                  !d.tp_overlap || d.tp_overlap_single_matmul ? Bytes(2 * d.tokens * d.h * d.act) : 0);
   }
 }
 void tp_exit(std::vector<Op>& ops, const Dims& d, const char* ar_name, const char* rs_name) {
   if (d.tp <= 1) return;
-  if (d.sp && d.sp_dim1_copies) {
+  if (d.sp && d.sp_dim1_copies)
     // The copy of the partial sums before the reduce-scatter, and in the backward that of the
-    // gathered gradient after its all-gather (Dims::sp_dim1_copies).
-    Op copy = memory("sp_dim1_copy", OpClass::Elementwise, Bytes(2 * d.tokens * d.h * d.act));
-    copy.backward_bytes = Bytes(2 * d.tokens * d.h * d.tp_gather_width);
-    ops.push_back(copy);
-  }
+    // gathered gradient after its all-gather (Dims::sp_dim1_copies), each unless async TP fuses
+    // its collective.
+    layout_copy(ops, !d.tp_overlap ? Bytes(2 * d.tokens * d.h * d.act) : 0,
+                !d.tp_overlap || d.tp_gather_unfused ? Bytes(2 * d.tokens * d.h * d.tp_gather_width) : 0);
   Op op = d.sp ? collective(rs_name, Group::TP, Collective::ReduceScatter, Bytes(d.tokens * d.h * d.act), d.tp)
                : collective(ar_name, Group::TP, Collective::AllReduce, Bytes(d.tokens * d.h * d.act), d.tp);
   op.tp_overlappable = true;

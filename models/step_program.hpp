@@ -81,6 +81,11 @@ struct Op {
   Count routed_experts = 0;
 };
 
+// An op that runs nothing in its pass: a memory op of no kernel and no bytes (the forward of a
+// layout copy only the backward makes, layout_copy in step_program.cpp). It costs nothing, parts
+// no GEMM from the collective it is fused with, and `predict --ops` does not list it.
+inline bool runs_nothing(const Op& op) { return op.kind == OpKind::Memory && op.kernels == 0 && op.bytes <= 0; }
+
 // One transformer layer (dense or MoE) of a stage, one micro-batch.
 struct LayerProgram {
   bool moe = false;

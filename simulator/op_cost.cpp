@@ -130,7 +130,8 @@ Seconds OpPricer::time(const Op& op) const {
       return gemm_time(op.m, op.n, op.k, op.batch, op.grouped, op.high_precision) +
              op.cast_bytes / (hw_.memory_bandwidth * hw_.memory_efficiency);
     case OpKind::Attention: return attention_time(op);
-    case OpKind::Memory:  // at least one launch for each kernel the op runs
+    case OpKind::Memory:  // at least one launch for each kernel the op runs; none where it runs none
+      if (runs_nothing(op)) return 0;
       return std::max(double(std::max(1, op.kernels)) * kMinKernelTime,
                       op.bytes / (hw_.memory_bandwidth * hw_.memory_efficiency));
     case OpKind::Collective:

@@ -54,6 +54,7 @@ OpListCost price_op_list(const std::vector<Op>& ops, size_t recompute_ops, const
   Seconds ring_backward_partner = 0;
   for (size_t i = 0; i < ops.size(); ++i) {
     const Op& op = ops[i];
+    if (runs_nothing(op)) continue;  // no partner, and it parts no pair
     const bool compute = op.kind == OpKind::Gemm || op.kind == OpKind::Attention || op.kind == OpKind::Memory;
     if ((selection == OpSelection::OnlyWeightGrad && !(compute && op.weight_grad)) ||
         (selection == OpSelection::WithoutWeightGrad && compute && op.weight_grad)) {

@@ -25,6 +25,7 @@ void add_list(std::vector<ListedOp>& out, const OpPricer& pricer, int stage, con
   if (per_step == 0) return;
   for (size_t i = 0; i < ops.size(); ++i) {
     const Op& op = ops[i];
+    if (runs_nothing(op)) continue;  // ids keep the op's place in its list
     ListedOp r;
     r.id = op_id(stage, part, pass, i, op.name);
     r.name = op.name;

@@ -54,6 +54,9 @@ std::map<std::string, std::function<Case()>> cases() {
       {"tp2", with([](Case& c) { c.layout.tp = 2; })},
       {"tp2_sp", with([](Case& c) { c.layout.tp = 2; c.layout.sp = true; })},
       {"tp2_sp_torchtitan", with([](Case& c) { c.layout.tp = 2; c.layout.sp = true; c.framework = Framework::Torchtitan; })},
+      // Async TP: the layout copies only the backward makes (their forward runs nothing).
+      {"tp2_sp_torchtitan_async", with([](Case& c) {
+         c.layout.tp = 2; c.layout.sp = true; c.layout.tp_overlap = true; c.framework = Framework::Torchtitan; })},
       {"pp2_1f1b", with([](Case& c) { c.layout.pp = 2; c.layout.micro_batch = 1; })},
       {"pp2_tied", with([](Case& c) { c.layout.pp = 2; c.tied = true; })},
       {"pp2_interleaved", with([](Case& c) {

@@ -783,15 +783,19 @@ TEST_CASE("a DeepSpeed row dated before the BF16_Optimizer (DeepSpeed #1801, 202
   CHECK_FALSE(stage0_only("", 12));
 }
 
-TEST_CASE("torchtitan's vanilla-TP collectives copy their tensor along the sequence dim, async TP's and Megatron's do not") {
+TEST_CASE("torchtitan's TP collectives copy their tensor along the sequence dim unless async TP fuses them (Megatron's never)") {
   // PyTorch's functional all_gather_tensor / reduce_scatter_tensor cat chunks when the dim is not
-  // 0, as torchtitan's Shard(1) of [b, s, h] is; Megatron's [s, b, h] gathers dim 0.
+  // 0, as torchtitan's Shard(1) of [b, s, h] is; Megatron's [s, b, h] gathers dim 0. Async TP's
+  // fused ops take the dim themselves; it leaves unfused the backward reduce-scatter of a block's
+  // input (a sum of matmuls) and, with the rowwise fp8 recipe, the all-gathers into matmuls.
   const ModelSpec m = load_model("llama3-8b");
   Workload w;
   w.seq = 4096;
   w.global_batch = 8;
-  auto copies = [&](Framework f, bool async) {
+  auto copies = [&](Framework f, bool async, Float8Recipe recipe = Float8Recipe::Tensorwise) {
     w.framework = f;
+    w.dtype = recipe == Float8Recipe::Tensorwise ? Dtype::BF16 : Dtype::FP8;
+    w.float8_recipe = recipe;
     Layout l;
     l.dp = 2;
     l.tp = 4;
@@ -811,6 +815,37 @@ TEST_CASE("torchtitan's vanilla-TP collectives copy their tensor along the seque
   const auto [f, b] = copies(Framework::Torchtitan, false);
   CHECK(f == doctest::Approx(4 * 2 * full));
   CHECK(b == doctest::Approx(4 * 2 * full));
-  CHECK(copies(Framework::Torchtitan, true).first == 0);
+  // Async TP: only the backward's two input-gradient reduce-scatters copy.
+  const auto [af, ab] = copies(Framework::Torchtitan, true);
+  CHECK(af == 0);
+  CHECK(ab == doctest::Approx(2 * 2 * full));
+  // Rowwise fp8 under async TP: the forward's two gathers (bf16) and, in the backward, the
+  // input-gradient reduce-scatters and the output-gradient gathers.
+  const auto [rf, rb] = copies(Framework::Torchtitan, true, Float8Recipe::Rowwise);
+  CHECK(rf == doctest::Approx(2 * 2 * full));
+  CHECK(rb == doctest::Approx(4 * 2 * full));
   CHECK(copies(Framework::Megatron, false).first == 0);
+  CHECK(copies(Framework::Megatron, false).second == 0);
+
+  // A copy only the backward makes stands in the forward list between the all-gather and its GEMM:
+  // it runs nothing there and parts no pair.
+  w.framework = Framework::Torchtitan;
+  w.dtype = Dtype::BF16;
+  w.float8_recipe = Float8Recipe::Tensorwise;
+  Layout l;
+  l.dp = 2;
+  l.tp = 4;
+  l.sp = true;
+  l.tp_overlap = true;
+  const StepProgram p = expand_step_program(m, l, w);
+  std::vector<Op> without;
+  for (const Op& op : p.dense_layer().forward)
+    if (std::string_view(op.name) != "sp_dim1_copy") without.push_back(op);
+  REQUIRE(without.size() < p.dense_layer().forward.size());
+  const OpPricer pricer(load_hardware("h100-sxm-80g"), l, w.dtype);
+  const OpListCost with_copies = price_op_list(p.dense_layer().forward, 0, pricer, true);
+  const OpListCost plain = price_op_list(without, 0, pricer, true);
+  CHECK(with_copies.tp_exposed == doctest::Approx(plain.tp_exposed));
+  CHECK(with_copies.compute == doctest::Approx(plain.compute));
+  CHECK(with_copies.tp_exposed < with_copies.tp_raw);
 }
