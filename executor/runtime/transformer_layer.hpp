@@ -66,8 +66,8 @@ class TransformerLayer {
   void run(const ExecContext& ctx, OpCursor& ops, Forward& f, Backward* b);
   void forward_op(const ExecContext& ctx, OpCursor& ops, const Op& op, Forward& f);
   void backward_op(const ExecContext& ctx, OpCursor& ops, const Op& op, Backward& b);
-  // Under SP the all-gather of a saved norm-output shard into `full` (Buffers), timed under `op`;
-  // else the shard itself.
+  // Under SP the all-gather of a saved norm-output shard into `full`, counted under `category`
+  // and timed under `op`; else the shard itself.
   const T* gathered(const ExecContext& ctx, const OpHandle& op, const TrackedBuffer<T>& shard, TrackedBuffer<T>& full,
                     MemoryCategory category = MemoryCategory::Buffers) const;
   void norm_forward(const ExecContext& ctx, const OpHandle& op, int w, int b, const T* in, T* out, T* mean, T* rstd,

@@ -317,12 +317,12 @@ RunFacts parse_run_facts(const std::string& framework, const std::string& framew
     throw Error("column 'fsdp_float8_all_gather': value '1' with framework '" + f.codebase +
                 "': it is torchtitan's enable_fsdp_float8_all_gather (0 or empty for other codebases)");
   if (!float8_recipe.empty() && float8_recipe != "unknown") {
-    if (float8_recipe == "tensorwise") f.float8_recipe = Float8Recipe::Tensorwise;
-    else if (float8_recipe == "rowwise") f.float8_recipe = Float8Recipe::Rowwise;
-    else if (float8_recipe == "rowwise_with_gw_hp") f.float8_recipe = Float8Recipe::RowwiseWithGwHp;
-    else
+    try {
+      f.float8_recipe = parse_float8_recipe(float8_recipe);
+    } catch (const UsageError&) {
       throw Error("column 'float8_recipe': value '" + float8_recipe +
                   "' is not tensorwise, rowwise, rowwise_with_gw_hp or empty");
+    }
     if (f.codebase != "torchtitan")
       throw Error("column 'float8_recipe': value '" + float8_recipe + "' with framework '" + f.codebase +
                   "': it is torchtitan's float8 recipe_name (empty for other codebases)");
