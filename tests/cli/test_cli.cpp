@@ -503,6 +503,20 @@ TEST_CASE("--compile: torchtitan's training.compile priced, in the JSON, exporte
   CHECK(contains(read_file(out), "[compile]\nenable = true\ncomponents = [\"model\", \"loss\"]"));
 }
 
+TEST_CASE("torchtitan's async TP is compiled-only: predicted without --compile it is priced eager, with a note") {
+  const std::string async = "predict --model llama3-8b --hardware h100-sxm-80g --gpus 8 --tp 4 --tp-overlap "
+                            "--framework torchtitan --global-batch 8 --seq 4096";
+  Result r = run_sixfold(async);
+  CHECK(r.code == 0);
+  CHECK(contains(r.output, "torchtitan runs async TP only on compiled blocks"));
+  r = run_sixfold(async + " --compile");
+  CHECK(r.code == 0);
+  CHECK_FALSE(contains(r.output, "async TP only on compiled blocks"));
+  r = run_sixfold("predict --model llama3-8b --hardware h100-sxm-80g --gpus 8 --tp 4 --tp-overlap --global-batch 8 --seq 4096");
+  CHECK(r.code == 0);
+  CHECK_FALSE(contains(r.output, "async TP only on compiled blocks"));
+}
+
 TEST_CASE("--fsdp-float8-all-gather: priced for torchtitan fp8 FSDP, in the JSON, plan and export, refused elsewhere") {
   const std::string base = "predict --model llama3-8b --hardware h100-sxm-80g --gpus 16 --zero 3 --seq 8192 "
                            "--global-batch 32 --recompute full --framework torchtitan --dtype fp8 --json";

@@ -110,6 +110,11 @@ void print_workload_notes(std::ostream& out, const Scenario& s) {
   if (s.work.fsdp_float8_all_gather && !fsdp_float8_gathers_apply(s.work, s.layout))
     out << "note: --fsdp-float8-all-gather changes nothing for this layout: FSDP shards, and gathers, only under "
            "zero 3 over dp x cp > 1\n";
+  // torchtitan refuses enable_async_tensor_parallel without training.compile (the inductor pass
+  // makes the fusion): an eager async-TP run is not one torchtitan makes.
+  if (s.work.framework == Framework::Torchtitan && s.layout.tp_overlap && !s.work.compile)
+    out << "note: torchtitan runs async TP only on compiled blocks (it refuses enable_async_tensor_parallel without "
+           "training.compile): this is priced with eager ops around it; add --compile to price the run torchtitan makes\n";
 }
 
 void print_memory_fit(std::ostream& out, const Prediction& p, const HardwareProfile& hw) {
