@@ -166,6 +166,17 @@ void validate_layout(const ModelSpec& m, const Layout& l, const Workload& w, int
   need(w.seq % (2 * l.cp) == 0 || l.cp == 1, "cp splits the sequence into 2*cp chunks",
        "seq " + s(w.seq) + ", cp " + s(l.cp));
   if (l.sp) need(w.seq / l.cp % l.tp == 0, "tp divides the sequence under sp", "seq/cp " + s(w.seq / l.cp) + ", tp " + s(l.tp));
+  // TP communication overlap: Megatron-LM's arguments.py asserts that --tp-comm-overlap runs with
+  // --sequence-parallel ("Tensor parallel communication/GEMM overlap can happen only when sequence
+  // parallelism is enabled"); the DeepSpeed engine has none (torchtitan's TP is always sequence
+  // parallel). With tp = 1 there is nothing to overlap, and nothing is priced.
+  if (l.tp_overlap && l.tp > 1) {
+    need(w.framework != Framework::DeepSpeed && w.framework != Framework::DeepSpeedLegacy,
+         "TP communication overlap is Megatron's (--tp-comm-overlap) or torchtitan's (async TP)",
+         "tp-overlap with framework " + to_string(w.framework) + ", which overlaps no TP communication");
+    need(l.sp, "Megatron overlaps TP communication only under sequence parallelism",
+         "tp-overlap with tp=" + s(l.tp) + " without sp (turn sp on, as Megatron-LM's arguments.py requires)");
+  }
   if (m.moe.enabled()) {
     need(m.moe.num_experts % l.ep == 0, "ep divides experts", "ep=" + s(l.ep) + ", experts=" + s(m.moe.num_experts));
     need((Count(l.tp) * l.cp * l.dp) % (Count(l.ep) * l.etp) == 0, "ep*etp divides tp*cp*dp",

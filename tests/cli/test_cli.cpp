@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "simulator/io/scenario.hpp"
 #include "tests/run_sixfold.hpp"
 
 #include <filesystem>
@@ -503,6 +504,27 @@ TEST_CASE("--compile: torchtitan's training.compile priced, in the JSON, exporte
   CHECK(contains(read_file(out), "[compile]\nenable = true\ncomponents = [\"model\", \"loss\"]"));
 }
 
+TEST_CASE("every built-in scenario predicts on the command line, checks of its flags included") {
+  for (const std::string& name : sixfold::builtin_scenario_names()) {
+    INFO(name);
+    const Result r = run_sixfold("predict --scenario " + name);
+    CHECK(r.code == 0);
+  }
+}
+
+TEST_CASE("--seq past the model's max_seq: rotary positions go on (with a note), a learned position table does not") {
+  Result r = run_sixfold("predict --model llama3-8b --hardware h100-sxm-80g --gpus 8 --cp 8 --seq 262144 --global-batch 1 "
+                         "--recompute full --zero 3 --framework torchtitan");
+  CHECK(r.code == 0);
+  CHECK(contains(r.output, "seq 262144 is above llama3-8b's pretraining length 8192"));
+  r = run_sixfold("predict --model llama3-8b --hardware h100-sxm-80g --gpus 8 --seq 8192");
+  CHECK(r.code == 0);
+  CHECK_FALSE(contains(r.output, "pretraining length"));
+  r = run_sixfold("predict --model gpt-1.7b --hardware h100-sxm-80g --gpus 8 --seq 4096");
+  CHECK(r.code == 2);
+  CHECK(contains(r.output, "learned position table"));
+}
+
 TEST_CASE("torchtitan's async TP is compiled-only: predicted without --compile it is priced eager, with a note") {
   const std::string async = "predict --model llama3-8b --hardware h100-sxm-80g --gpus 8 --tp 4 --tp-overlap "
                             "--framework torchtitan --global-batch 8 --seq 4096";
@@ -512,9 +534,22 @@ TEST_CASE("torchtitan's async TP is compiled-only: predicted without --compile i
   r = run_sixfold(async + " --compile");
   CHECK(r.code == 0);
   CHECK_FALSE(contains(r.output, "async TP only on compiled blocks"));
-  r = run_sixfold("predict --model llama3-8b --hardware h100-sxm-80g --gpus 8 --tp 4 --tp-overlap --global-batch 8 --seq 4096");
+  r = run_sixfold("predict --model llama3-8b --hardware h100-sxm-80g --gpus 8 --tp 4 --sp --tp-overlap --global-batch 8 --seq 4096");
   CHECK(r.code == 0);
   CHECK_FALSE(contains(r.output, "async TP only on compiled blocks"));
+}
+
+TEST_CASE("--tp-overlap: Megatron's needs --sp (its arguments.py asserts it), DeepSpeed has none: both exit 2") {
+  const std::string base = "predict --model llama3-8b --hardware h100-sxm-80g --gpus 8 --tp 4 --tp-overlap --global-batch 8 --seq 4096";
+  Result r = run_sixfold(base);
+  CHECK(r.code == 2);
+  CHECK(contains(r.output, "tp-overlap with tp=4 without sp"));
+  r = run_sixfold(base + " --sp --framework deepspeed");
+  CHECK(r.code == 2);
+  CHECK(contains(r.output, "tp-overlap with framework deepspeed"));
+  // tp 1 has nothing to overlap: accepted, priced as without it.
+  r = run_sixfold("predict --model llama3-8b --hardware h100-sxm-80g --gpus 8 --tp-overlap --global-batch 8 --seq 4096 --json");
+  CHECK(r.code == 0);
 }
 
 TEST_CASE("--fsdp-float8-all-gather: priced for torchtitan fp8 FSDP, in the JSON, plan and export, refused elsewhere") {

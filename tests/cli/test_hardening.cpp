@@ -90,7 +90,8 @@ TEST_CASE("invalid flag values: usage errors naming the flag") {
   expect("decide --sequences-per-gpu 0", 2, {"--sequences-per-gpu"});
   expect("decide --threads -3", 2, {"--threads"});
   expect(kPredict + "--seq 99999999999999999999", 2, {"--seq", "out of range"});
-  expect(kPredict + "--seq 1000000", 2, {"above llama3-8b's maximum sequence length 8192"});
+  expect("predict --model gpt-1.7b --hardware h100-sxm-80g --seq 4096", 2,
+         {"above gpt-1.7b's maximum sequence length 2048", "learned position table"});
   for (const char* v : {"0", "-1", "1e-9", "nan"})
     expect("run --plan /nonexistent.yaml --timeout " + std::string(v), 2, {"--timeout"});
   expect(kPredict + "--gpus \"\"", 2, {"--gpus: empty value"});

@@ -110,6 +110,10 @@ void print_workload_notes(std::ostream& out, const Scenario& s) {
   if (s.work.fsdp_float8_all_gather && !fsdp_float8_gathers_apply(s.work, s.layout))
     out << "note: --fsdp-float8-all-gather changes nothing for this layout: FSDP shards, and gathers, only under "
            "zero 3 over dp x cp > 1\n";
+  if (!s.model.learned_positions && s.model.max_seq > 0 && s.work.seq > s.model.max_seq)
+    out << "note: seq " << s.work.seq << " is above " << s.model.name << "'s pretraining length " << s.model.max_seq
+        << ": its rotary positions go past what it was trained at, as long-context training runs; priced as any "
+           "sequence\n";
   // torchtitan refuses enable_async_tensor_parallel without training.compile (the inductor pass
   // makes the fusion): an eager async-TP run is not one torchtitan makes.
   if (s.work.framework == Framework::Torchtitan && s.layout.tp_overlap && !s.work.compile)
