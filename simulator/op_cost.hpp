@@ -20,8 +20,11 @@ class OpPricer {
   // kernel: the flash-attention kernel attention ops run (attention_kernel_of(workload));
   // Default prices TransformerEngine's fused attention.
   OpPricer(const HardwareProfile& hw, const Layout& layout, Dtype dtype, AttentionKernel kernel = AttentionKernel::Default);
+  // The pricer keeps a reference to the profile: a temporary one would dangle.
+  OpPricer(HardwareProfile&&, const Layout&, Dtype, AttentionKernel = AttentionKernel::Default) = delete;
   // The pricer of a workload's ops: its dtype, attention kernel and EP overlap.
   static OpPricer of(const HardwareProfile& hw, const Layout& layout, const Workload& work);
+  static OpPricer of(HardwareProfile&&, const Layout&, const Workload&) = delete;
 
   Seconds time(const Op& op) const;
   // grouped: the batch products have their own weights (MoE experts' grouped GEMM), each priced as

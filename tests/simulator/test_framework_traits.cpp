@@ -842,7 +842,8 @@ TEST_CASE("torchtitan's TP collectives copy their tensor along the sequence dim 
   for (const Op& op : p.dense_layer().forward)
     if (std::string_view(op.name) != "sp_dim1_copy") without.push_back(op);
   REQUIRE(without.size() < p.dense_layer().forward.size());
-  const OpPricer pricer(load_hardware("h100-sxm-80g"), l, w.dtype);
+  const HardwareProfile hw = load_hardware("h100-sxm-80g");  // the pricer keeps a reference
+  const OpPricer pricer(hw, l, w.dtype);
   const OpListCost with_copies = price_op_list(p.dense_layer().forward, 0, pricer, true);
   const OpListCost plain = price_op_list(without, 0, pricer, true);
   CHECK(with_copies.tp_exposed == doctest::Approx(plain.tp_exposed));
