@@ -5,6 +5,9 @@
 # Columns the project added to its copy (data/validation/README.md, "Columns this project adds":
 # `compile`, `ep_dispatcher`, `ep_overlap`, `fsdp_float8_all_gather`, `float8_recipe`) are not in the shared files; they are carried over by row id into the refreshed copy,
 # placed where they were, and rows new to the copy leave them empty.
+# Corrections the project made to shared cells (data/validation/corrections.csv: file, id, column,
+# the shared value, the corrected value, the source) are applied again after the copy; a shared cell
+# that no longer holds the value the correction was made against is left as shared, with a warning.
 # Usage: tools/refresh_validation.sh FOLDER
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -64,3 +67,35 @@ PY
   fi
   echo "refreshed data/validation/$(basename "$f")"
 done
+corrections="$root/data/validation/corrections.csv"
+[ -f "$corrections" ] || exit 0
+python3 - "$root/data/validation" "$corrections" <<'PY'
+import csv, os, sys
+folder, corrections = sys.argv[1:]
+fixes = list(csv.DictReader(open(corrections, newline="")))
+for name in sorted({f["file"] for f in fixes}):
+    path = os.path.join(folder, name)
+    if not os.path.exists(path):
+        print(f"refresh_validation: warning: corrections.csv names {name}, which is not in the copy", file=sys.stderr)
+        continue
+    raw = open(path, "rb").read()
+    rows = list(csv.reader(open(path, newline="")))
+    header = rows[0]
+    for f in (f for f in fixes if f["file"] == name):
+        if f["column"] not in header:
+            print(f"refresh_validation: warning: {name} has no column '{f['column']}' (correction of {f['id']})", file=sys.stderr)
+            continue
+        col = header.index(f["column"])
+        hit = [r for r in rows[1:] if r[header.index("id")] == f["id"]]
+        if not hit:
+            print(f"refresh_validation: warning: {name} has no row {f['id']} (correction of '{f['column']}')", file=sys.stderr)
+        elif hit[0][col] not in (f["shared_value"], f["value"]):
+            print(f"refresh_validation: warning: {name} {f['id']} '{f['column']}' is now '{hit[0][col]}', not the "
+                  f"'{f['shared_value']}' corrected to '{f['value']}': left as shared", file=sys.stderr)
+        else:
+            hit[0][col] = f["value"]
+            print(f"  corrected {name} {f['id']} {f['column']}: {f['shared_value']} -> {f['value']}")
+    ending = "\r\n" if b"\r\n" in raw[:4096] else "\n"
+    with open(path, "w", newline="") as fh:
+        csv.writer(fh, lineterminator=ending).writerows(rows)
+PY
