@@ -11,10 +11,12 @@ Usage:
 
 Release v25.03 (commit 1b9bb6b) ran every recipe read here in the NeMo 24.12 container (its
 README.md's table and each recipe's setup.sh: nvcr.io/nvidia/nemo:24.12, Megatron-Core 0.10), so the
-rows say framework megatron-lm, dated 2024-12. What a README does not state is left empty and filled
-by the validator the way a user would (data/validation/README.md): recompute, attention kernel, DP
-and TP comm overlap. Stated by the recipes' configurations rather than the tables: sequence
-parallelism with TP > 1 and the distributed optimizer (NeMo's performance recipes set both).
+rows say framework megatron-lm, dated 2024-12. Each recipe's NeMo configuration in the same commit
+(RECIPES[...]["config"], read with the overrides its configure.sh passes) states what the tables do
+not: activation recompute (`activations_checkpoint_granularity`), sequence parallelism, TP comm
+overlap (`ub_tp_comm_overlap`), DP overlap (`optim.overlap_grad_sync`) and the distributed optimizer
+(zero 1); the script reads them and stops if a configuration no longer says what it expects. The
+attention kernel is left to the validator (NVTE_FUSED_ATTN=1 in configure.sh is its Megatron default).
 """
 from __future__ import annotations
 
@@ -24,21 +26,35 @@ import re
 import subprocess
 import sys
 
+import yaml
+
 # Model shapes (the built-in zoo's, configs/models): layers, hidden, ffn, heads, kv_heads, vocab,
 # and for MoE experts, top-k and the expert FFN. Grok-1: hf xai-org/grok-1 config (64 layers, hidden
 # 6144, 48 heads, 8 KV heads, 8 experts top-2 of FFN 32768, vocab 131072).
 RECIPES = [
-    # file, model label in the tables, shape, sequence length (None: per row, from the layout table)
-    ("llama3.1/README_8b.md", "Llama 3.1 8b", dict(layers=32, hidden=4096, ffn=14336, heads=32, kv_heads=8, vocab=128256), 8192),
-    ("llama3.1/README_70b.md", "Llama 3.1 70b", dict(layers=80, hidden=8192, ffn=28672, heads=64, kv_heads=8, vocab=128256), 8192),
-    ("llama3.1/README_405b.md", "Llama 3.1 405b", dict(layers=126, hidden=16384, ffn=53248, heads=128, kv_heads=8, vocab=128256), 8192),
-    ("nemotron/README_15b.md", "Nemotron4 15b", dict(layers=32, hidden=6144, ffn=24576, heads=48, kv_heads=8, vocab=256000), 4096),
-    ("nemotron/README_340b.md", "Nemotron4 340b", dict(layers=96, hidden=18432, ffn=73728, heads=96, kv_heads=8, vocab=256000), 4096),
+    # file, model label in the tables, shape, sequence length (None: per row, from the layout table),
+    # the recipe's NeMo configuration and the overrides its configure.sh passes on the command line.
+    ("llama3.1/README_8b.md", "Llama 3.1 8b", dict(layers=32, hidden=4096, ffn=14336, heads=32, kv_heads=8, vocab=128256), 8192,
+     dict(yaml="llama3.1/llama3.1_8b.yaml")),
+    ("llama3.1/README_70b.md", "Llama 3.1 70b", dict(layers=80, hidden=8192, ffn=28672, heads=64, kv_heads=8, vocab=128256), 8192,
+     dict(yaml="llama3.1/llama3.1_70b.yaml")),
+    ("llama3.1/README_405b.md", "Llama 3.1 405b", dict(layers=126, hidden=16384, ffn=53248, heads=128, kv_heads=8, vocab=128256), 8192,
+     dict(yaml="llama3.1/llama3.1_405b.yaml")),
+    ("nemotron/README_15b.md", "Nemotron4 15b", dict(layers=32, hidden=6144, ffn=24576, heads=48, kv_heads=8, vocab=256000), 4096,
+     dict(yaml="nemotron/nemotron4-15b-synth.yaml", overrides={"ub_tp_comm_overlap": True, "sequence_parallel": True})),
+    ("nemotron/README_340b.md", "Nemotron4 340b", dict(layers=96, hidden=18432, ffn=73728, heads=96, kv_heads=8, vocab=256000), 4096,
+     dict(yaml="nemotron/nemotron4-340b-synth.yaml", overrides={"ub_tp_comm_overlap": True, "sequence_parallel": True})),
     # NeMo's GPT-3 uses the GPT-2 BPE vocabulary (50,257), as row M1 of data/validation.
-    ("nemo_megatron/README_175b.md", "NeMo Megatron", dict(layers=96, hidden=12288, ffn=49152, heads=96, kv_heads=96, vocab=50257), 2048),
-    ("grok1/README_314b.md", "Grok 1 314b", dict(layers=64, hidden=6144, ffn="", heads=48, kv_heads=8, vocab=131072,
-                                                 experts=8, topk=2, moe_ffn=32768), None),
+    ("nemo_megatron/README_175b.md", "NeMo Megatron", dict(layers=96, hidden=12288, ffn=49152, heads=96, kv_heads=96, vocab=50257), 2048,
+     dict(yaml="nemo_megatron/gpt3_175b_hydra.yaml")),
+    # Grok-1's shape with the recipe's tokenizer (meta-llama/Meta-Llama-3-70B: 128,256 entries) and
+    # gated GELU experts (activation fast-geglu); its experts are padded to capacity factor 1.0
+    # (moe_pad_expert_input_to_capacity), so every expert computes the same number of tokens.
+    ("grok1/README_314b.md", "Grok 1 314b", dict(layers=64, hidden=6144, ffn="", heads=48, kv_heads=8, vocab=128256,
+                                                 experts=8, topk=2, moe_ffn=32768), None,
+     dict(yaml="grok1/grok1_314b.yaml", overrides={"ub_tp_comm_overlap": True, "sequence_parallel": True})),
 ]
+RECOMPUTE = {None: "none", "selective": "selective", "full": "full"}
 COLUMNS = ("id,source,layers,hidden,ffn,heads,kv_heads,vocab,seq,experts,topk,moe_ffn,gpu,gpus,gpus_per_node,dp,tp,"
            "pp,vpp,cp,ep,sp,zero,micro_batch,global_batch,recompute,dtype,tflops_hw,tflops_model,mfu_pct,"
            "tokens_per_gpu_s,iter_s,peak_mem_gib,framework,framework_date,attention,dp_overlap,tp_overlap,notes").split(",")
@@ -108,10 +124,23 @@ def main() -> int:
     out = csv.DictWriter(sys.stdout, fieldnames=COLUMNS, lineterminator="\n")
     out.writeheader()
     n = 0
-    for path, label, shape, seq in RECIPES:
-        text = subprocess.run(["git", "-C", args.repo, "show", f"{args.commit}:{path}"], check=True,
+    def show(path: str) -> str:
+        return subprocess.run(["git", "-C", args.repo, "show", f"{args.commit}:{path}"], check=True,
                               capture_output=True, text=True).stdout
-        lines = text.splitlines()
+
+    for path, label, shape, seq, config in RECIPES:
+        model = yaml.safe_load(show(config["yaml"]))["model"]
+        model.update(config.get("overrides", {}))
+        granularity = model.get("activations_checkpoint_granularity")
+        if granularity not in RECOMPUTE or model.get("activations_checkpoint_method") is not None:
+            sys.exit(f"import_dgxc_benchmarks: {config['yaml']}: recompute granularity {granularity!r} "
+                     f"method {model.get('activations_checkpoint_method')!r} not understood")
+        optim = model.get("optim", {})
+        if optim.get("name") not in ("distributed_fused_adam", "mcore_distributed_optim"):
+            sys.exit(f"import_dgxc_benchmarks: {config['yaml']}: optimizer {optim.get('name')!r} is no distributed optimizer")
+        facts = dict(recompute=RECOMPUTE[granularity], dp_overlap=1 if optim.get("overlap_grad_sync") else 0,
+                     tp_overlap=1 if model.get("ub_tp_comm_overlap") else 0, sp=bool(model.get("sequence_parallel")))
+        lines = show(path).splitlines()
         layouts = layout_table(lines)
         found = False
         for dtype, params, scales, rows in tables(lines, label):
@@ -143,16 +172,19 @@ def main() -> int:
                 r.update({k: shape.get(k, "") for k in ("hidden", "ffn", "heads", "kv_heads", "vocab", "experts", "topk", "moe_ffn")})
                 r.update(id=f"DX{n}", layers=lay.get("LAYERS", shape["layers"]), seq=lay.get("SEQLEN", seq) or lay.get("SEQ", ""),
                          gpu="h100-sxm-80g", gpus=gpus, gpus_per_node=8, dp=gpus // (tp * pp * cp), tp=tp, pp=pp,
-                         vpp=lay.get("VP", 1) if pp > 1 else 1, cp=cp, ep=lay.get("EP", 1), sp=1 if tp > 1 else 0, zero=1,
-                         micro_batch=lay.get("MBS", 1), global_batch=lay["GBS"], recompute="unknown", dtype=dtype,
-                         iter_s=step[j], framework="megatron-lm", framework_date="2024-12")
+                         vpp=lay.get("VP", 1) if pp > 1 else 1, cp=cp, ep=lay.get("EP", 1),
+                         sp=1 if tp > 1 and facts["sp"] else 0, zero=1, micro_batch=lay.get("MBS", 1),
+                         global_batch=lay["GBS"], recompute=facts["recompute"], dtype=dtype, iter_s=step[j],
+                         framework="megatron-lm", framework_date="2024-12", dp_overlap=facts["dp_overlap"],
+                         tp_overlap=facts["tp_overlap"] if tp > 1 else "")
                 r["source"] = (f"NVIDIA/dgxc-benchmarking {path} @{args.commit} ({args.release}, NeMo 24.12 container) "
                                f"\u00b7 {label} {dtype.upper()}, {gpus}x H100")
                 notes = ["training step time of the README's table (the last of 50 steps)"]
                 if r["layers"] != shape["layers"]:
                     notes.append(f"proxy config: {r['layers']} of the model's {shape['layers']} layers")
-                notes.append("sp and the distributed optimizer (zero 1) from NeMo's performance recipes; recompute, "
-                             "attention kernel and comm overlap not stated")
+                notes.append(f"recompute, sp, comm overlap and the distributed optimizer from {config['yaml']}"
+                             + (" with configure.sh's overrides" if config.get("overrides") else "")
+                             + "; attention kernel not stated")
                 r["notes"] = "; ".join(notes)
                 out.writerow(r)
         if not found:
