@@ -107,6 +107,13 @@ void validate_workload(const ModelSpec& m, const Workload& w) {
     need(m.activation == Activation::SwiGLU, "the activation's fp8 input store needs SwiGLU",
          "model " + m.name + " uses another activation");
   }
+  if (w.grad_reduce_in_bf16) {
+    need(w.framework == Framework::Megatron, "gradients reduced in bf16 is Megatron's --grad-reduce-in-bf16",
+         "--grad-reduce-in-bf16 with framework " + to_string(w.framework) +
+             " (DeepSpeed keeps bf16 gradients already; torchtitan's training.mixed_precision_reduce is not modelled)");
+    need(w.dtype == Dtype::BF16 || w.dtype == Dtype::FP8, "gradients reduced in bf16 needs bf16 or fp8 training",
+         "--grad-reduce-in-bf16 with dtype " + to_string(w.dtype));
+  }
   need(!w.compile || w.framework == Framework::Torchtitan, "torch.compile of the blocks is torchtitan's (training.compile)",
        "--compile with framework " + to_string(w.framework) +
            " (Megatron-LM and DeepSpeed run fused kernels of their own; use --framework torchtitan)");

@@ -270,6 +270,12 @@ struct Workload {
   // Adam's two moments in bf16 instead of fp32 (Megatron-Core's precision-aware optimizer,
   // --exp-avg-dtype/--exp-avg-sq-dtype bf16; DeepSeek-V3 trains so, its report section 3.3).
   bool bf16_adam_moments = false;
+  // Megatron-LM's --grad-reduce-in-bf16 (DistributedDataParallelConfig.grad_reduce_in_fp32 off):
+  // the DDP gradient buffer, and the reduce-scatter or all-reduce of its buckets, in bf16 where
+  // Megatron otherwise keeps them in fp32 for bf16 and fp8 training (arguments.py sets
+  // accumulate_allreduce_grads_in_fp32 for bf16; FrameworkTraits::fp32_gradients). NeMo's Apex
+  // DistributedFusedAdam with grad_sync_dtype bf16 keeps its gradient buckets so too.
+  bool grad_reduce_in_bf16 = false;
   // Megatron-Core's activation_func_fp8_input_store (a config field, no flag): the SwiGLU keeps its input in fp8 for the
   // backward (dense and expert MLPs); DeepSeek-V3 caches the MoE SwiGLU inputs so (its report,
   // section 3.3.4).

@@ -228,6 +228,7 @@ std::string export_megatron(const Scenario& s) {
     flag("--exp-avg-dtype", "bf16");
     flag("--exp-avg-sq-dtype", "bf16");
   }
+  if (s.work.grad_reduce_in_bf16) flag("--grad-reduce-in-bf16");
   flag("--micro-batch-size", n(l.micro_batch));
   flag("--global-batch-size", n(s.work.global_batch));
   switch (s.work.dtype) {
@@ -263,6 +264,7 @@ std::string export_deepspeed(const Scenario& s) {
     refuse("DeepSpeed", "full recompute of some layers only (Megatron's block method, torchtitan's every k-th layer)");
   if (s.work.dtype == Dtype::FP8) refuse("DeepSpeed", "fp8 (needs TransformerEngine in the model code)");
   if (s.work.bf16_adam_moments) refuse("DeepSpeed", "bf16 Adam moments (DeepSpeed's Adam keeps them in fp32)");
+  if (s.work.grad_reduce_in_bf16) refuse("DeepSpeed", "Megatron's --grad-reduce-in-bf16");
   if (s.work.fp8_activation_input_store) refuse("DeepSpeed", "the SwiGLU's fp8 input store (Megatron-Core's activation_func_fp8_input_store)");
   if (s.work.compile) refuse("DeepSpeed", "torch.compile of the blocks (torchtitan's compile.enable)");
   if (s.work.fsdp_float8_all_gather)
@@ -316,6 +318,7 @@ std::string export_torchtitan(const Scenario& s) {
   if (s.model.moe.enabled() && l.etp != 1 && l.etp != l.tp)
     refuse("torchtitan", "expert tensor parallel size other than 1 or tp");
   if (s.work.bf16_adam_moments) refuse("torchtitan", "bf16 Adam moments (torch.optim.AdamW keeps them in the parameters' fp32)");
+  if (s.work.grad_reduce_in_bf16) refuse("torchtitan", "Megatron's --grad-reduce-in-bf16");
   if (s.work.fp8_activation_input_store) refuse("torchtitan", "the SwiGLU's fp8 input store (Megatron-Core's activation_func_fp8_input_store)");
   if (s.work.mtp_layers > 0) refuse("torchtitan", "multi-token prediction (Megatron's --mtp-num-layers)");
   if (s.work.deepep_dispatch)

@@ -68,7 +68,7 @@ StateBytes state_bytes(const Workload& w) {
   StateBytes b = state_bytes(w.dtype);
   const bool low = w.dtype == Dtype::BF16 || w.dtype == Dtype::FP8 ||
                    (w.dtype == Dtype::FP16 && w.framework == Framework::Torchtitan);
-  if (low && framework_traits(w.framework).fp32_gradients) b.gradient = 4;
+  if (low && framework_traits(w.framework).fp32_gradients && !w.grad_reduce_in_bf16) b.gradient = 4;
   if (w.bf16_adam_moments) b.optimizer = 4;
   return b;
 }

@@ -14,8 +14,9 @@ README.md's table and each recipe's setup.sh: nvcr.io/nvidia/nemo:24.12, Megatro
 rows say framework megatron-lm, dated 2024-12. Each recipe's NeMo configuration in the same commit
 (RECIPES[...]["config"], read with the overrides its configure.sh passes) states what the tables do
 not: activation recompute (`activations_checkpoint_granularity`), sequence parallelism, TP comm
-overlap (`ub_tp_comm_overlap`), DP overlap (`optim.overlap_grad_sync`) and the distributed optimizer
-(zero 1); the script reads them and stops if a configuration no longer says what it expects. The
+overlap (`ub_tp_comm_overlap`), DP overlap (`optim.overlap_grad_sync`), the distributed optimizer
+(zero 1) and the dtype it reduces gradients in (`optim.grad_sync_dtype`, the project's
+`grad_reduce_dtype` column; data/validation/README.md); the script reads them and stops if a configuration no longer says what it expects. The
 attention kernel is left to the validator (NVTE_FUSED_ATTN=1 in configure.sh is its Megatron default).
 """
 from __future__ import annotations
@@ -57,7 +58,8 @@ RECIPES = [
 RECOMPUTE = {None: "none", "selective": "selective", "full": "full"}
 COLUMNS = ("id,source,layers,hidden,ffn,heads,kv_heads,vocab,seq,experts,topk,moe_ffn,gpu,gpus,gpus_per_node,dp,tp,"
            "pp,vpp,cp,ep,sp,zero,micro_batch,global_batch,recompute,dtype,tflops_hw,tflops_model,mfu_pct,"
-           "tokens_per_gpu_s,iter_s,peak_mem_gib,framework,framework_date,attention,dp_overlap,tp_overlap,notes").split(",")
+           "tokens_per_gpu_s,iter_s,peak_mem_gib,framework,framework_date,attention,dp_overlap,tp_overlap,notes,"
+           "grad_reduce_dtype").split(",")
 
 
 def cells(line: str) -> list[str]:
@@ -138,7 +140,11 @@ def main() -> int:
         optim = model.get("optim", {})
         if optim.get("name") not in ("distributed_fused_adam", "mcore_distributed_optim"):
             sys.exit(f"import_dgxc_benchmarks: {config['yaml']}: optimizer {optim.get('name')!r} is no distributed optimizer")
+        sync = optim.get("grad_sync_dtype")
+        if sync not in (None, "bf16", "fp32"):
+            sys.exit(f"import_dgxc_benchmarks: {config['yaml']}: grad_sync_dtype {sync!r} not understood")
         facts = dict(recompute=RECOMPUTE[granularity], dp_overlap=1 if optim.get("overlap_grad_sync") else 0,
+                     grad_reduce_dtype=sync or "",
                      tp_overlap=1 if model.get("ub_tp_comm_overlap") else 0, sp=bool(model.get("sequence_parallel")))
         lines = show(path).splitlines()
         layouts = layout_table(lines)
@@ -176,7 +182,7 @@ def main() -> int:
                          sp=1 if tp > 1 and facts["sp"] else 0, zero=1, micro_batch=lay.get("MBS", 1),
                          global_batch=lay["GBS"], recompute=facts["recompute"], dtype=dtype, iter_s=step[j],
                          framework="megatron-lm", framework_date="2024-12", dp_overlap=facts["dp_overlap"],
-                         tp_overlap=facts["tp_overlap"] if tp > 1 else "")
+                         tp_overlap=facts["tp_overlap"] if tp > 1 else "", grad_reduce_dtype=facts["grad_reduce_dtype"])
                 r["source"] = (f"NVIDIA/dgxc-benchmarking {path} @{args.commit} ({args.release}, NeMo 24.12 container) "
                                f"\u00b7 {label} {dtype.upper()}, {gpus}x H100")
                 notes = ["training step time of the README's table (the last of 50 steps)"]

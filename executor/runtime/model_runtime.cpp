@@ -59,6 +59,7 @@ ModelRuntime<T>::ModelRuntime(const ModelSpec& model, const Layout& layout, cons
   require(model.rotary_fraction > 0, "absolute positions (rotary_fraction 0) are not implemented in the executor");
   require(work.mtp_layers == 0, "multi-token prediction (--mtp-num-layers) is not implemented in the executor");
   require(!work.fp8_activation_input_store, "the fp8 SwiGLU input store is not implemented in the executor");
+  require(!work.grad_reduce_in_bf16, "gradients reduced in bf16 (--grad-reduce-in-bf16) are not implemented in the executor");
   require(!work.compile, "torch.compile (--compile) is not reproduced by the executor: its kernels save what eager code saves");
 
   require(!model.dropout, "dropout is not implemented in the executor");

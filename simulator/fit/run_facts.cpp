@@ -275,7 +275,8 @@ std::optional<bool> flag01(const std::string& column, const std::string& v) {
 RunFacts parse_run_facts(const std::string& framework, const std::string& framework_date, const std::string& attention,
                          const std::string& dp_overlap, const std::string& tp_overlap,
                          const std::string& compile, const std::string& ep_dispatcher, const std::string& ep_overlap,
-                         const std::string& fsdp_float8_all_gather, const std::string& float8_recipe) {
+                         const std::string& fsdp_float8_all_gather, const std::string& float8_recipe,
+                         const std::string& grad_reduce_dtype) {
   RunFacts f;
   f.codebase = framework.empty() || framework == "unknown" ? "other" : framework;
   bool known = false;
@@ -327,6 +328,13 @@ RunFacts parse_run_facts(const std::string& framework, const std::string& framew
       throw Error("column 'float8_recipe': value '" + float8_recipe + "' with framework '" + f.codebase +
                   "': it is torchtitan's float8 recipe_name (empty for other codebases)");
   }
+  if (grad_reduce_dtype == "bf16") f.grad_reduce_in_bf16 = true;
+  else if (grad_reduce_dtype == "fp32") f.grad_reduce_in_bf16 = false;
+  else if (!grad_reduce_dtype.empty() && grad_reduce_dtype != "unknown")
+    throw Error("column 'grad_reduce_dtype': value '" + grad_reduce_dtype + "' is not fp32, bf16 or empty");
+  if (f.grad_reduce_in_bf16.value_or(false) && f.codebase != "megatron-lm")
+    throw Error("column 'grad_reduce_dtype': value 'bf16' with framework '" + f.codebase +
+                "': it is Megatron-LM's --grad-reduce-in-bf16 (fp32 or empty for other codebases)");
   if (f.compile.value_or(false) && f.codebase != "torchtitan")
     throw Error("column 'compile': value '1' with framework '" + f.codebase +
                 "': torch.compile is modelled as torchtitan's training.compile (0 or empty for other codebases)");
@@ -380,6 +388,8 @@ RunSettings run_settings(const RunFacts& f, int pp, int zero) {
   s.compile = f.compile.value_or(false);
   // Unstated: off, torchtitan's default (enable_fsdp_float8_all_gather = false in its JobConfig).
   s.fsdp_float8_all_gather = f.fsdp_float8_all_gather.value_or(false);
+  // Unstated: fp32, Megatron's gradient buffer for bf16 and fp8 training.
+  s.grad_reduce_in_bf16 = f.grad_reduce_in_bf16.value_or(false);
   s.filled_fsdp_float8_all_gather = !f.fsdp_float8_all_gather.has_value() && f.codebase == "torchtitan";
   s.tp_always_sequence_parallel = f.codebase == "torchtitan";
   // Unstated: tensorwise, what torchtitan's float8 converter runs without a recipe_name.

@@ -34,6 +34,9 @@ struct RunFacts {
   // The project's `float8_recipe` column: torchtitan's float8 recipe_name (Workload::float8_recipe);
   // unstated: tensorwise, what torchtitan runs without one.
   std::optional<Float8Recipe> float8_recipe;
+  // The project's `grad_reduce_dtype` column: bf16 where a Megatron run kept and reduced its
+  // gradient buffer in bf16 (Workload::grad_reduce_in_bf16); unstated: fp32, Megatron's default.
+  std::optional<bool> grad_reduce_in_bf16;
 };
 
 // Parses the columns' cells; throws Error naming the column, value and what is allowed.
@@ -41,7 +44,7 @@ RunFacts parse_run_facts(const std::string& framework, const std::string& framew
                          const std::string& dp_overlap, const std::string& tp_overlap,
                          const std::string& compile = "", const std::string& ep_dispatcher = "",
                          const std::string& ep_overlap = "", const std::string& fsdp_float8_all_gather = "",
-                         const std::string& float8_recipe = "");
+                         const std::string& float8_recipe = "", const std::string& grad_reduce_dtype = "");
 
 // What the cost model runs for a row: the framework whose traits it follows, and the settings a
 // row left unstated filled with the codebase's default at its date.
@@ -55,6 +58,7 @@ struct RunSettings {
   bool overlap_moe_ep_comm = false;                    // Workload::overlap_moe_ep_comm
   bool deepep_dispatch = false;                        // Workload::deepep_dispatch
   bool bf16_adam_moments = false;                      // Workload::bf16_adam_moments
+  bool grad_reduce_in_bf16 = false;                    // Workload::grad_reduce_in_bf16
   bool fp8_swiglu_input = false;                       // Workload::fp8_activation_input_store (fp8 runs)
   bool dp_overlap = true;
   bool tp_overlap = false;

@@ -40,7 +40,7 @@ RunFacts row_facts(const CsvTable& t, size_t r) {
   return parse_run_facts(t.field(r, "framework"), t.field(r, "framework_date"), t.field(r, "attention"),
                          t.field(r, "dp_overlap"), t.field(r, "tp_overlap"), t.field(r, "compile"),
                          t.field(r, "ep_dispatcher"), t.field(r, "ep_overlap"), t.field(r, "fsdp_float8_all_gather"),
-                         t.field(r, "float8_recipe"));
+                         t.field(r, "float8_recipe"), t.field(r, "grad_reduce_dtype"));
 }
 
 // Every cell the pricing reads is checked before any row is priced: a malformed one is an input
@@ -309,6 +309,7 @@ Scenario scenario_from_row(const CsvTable& t, size_t r, const HardwareLookup& lo
   s.work.overlap_moe_ep_comm = settings.overlap_moe_ep_comm;
   s.work.deepep_dispatch = settings.deepep_dispatch && m.moe.enabled();
   s.work.bf16_adam_moments = settings.bf16_adam_moments;
+  s.work.grad_reduce_in_bf16 = settings.grad_reduce_in_bf16;
   s.work.compile = settings.compile;
   s.work.fsdp_float8_all_gather = settings.fsdp_float8_all_gather;
   if (!settings.dp_overlap) l.dp_overlap = DpOverlap::None;

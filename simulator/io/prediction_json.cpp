@@ -75,6 +75,7 @@ nlohmann::ordered_json workload_json(const Workload& w) {
   j["moe_enable_deepep"] = w.deepep_dispatch;
   j["framework"] = to_string(w.framework);
   j["adam_moments"] = w.bf16_adam_moments ? "bf16" : "fp32";
+  j["grad_reduce_in_bf16"] = w.grad_reduce_in_bf16;
   j["activation_func_fp8_input_store"] = w.fp8_activation_input_store;
   j["mtp_num_layers"] = w.mtp_layers;
   j["compile"] = w.compile;

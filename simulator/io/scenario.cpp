@@ -72,7 +72,7 @@ Workload parse_workload(const YamlDoc& doc, const YAML::Node& n) {
   reject_unknown_fields(doc, n, "workload",
                         {"seq", "global_batch", "dtype", "flash_attention", "attention_kernel", "cross_entropy", "train_metric_passes", "overlap_p2p_comm", "overlap_moe_expert_parallel_comm", "framework", "adam_moments",
                          "activation_func_fp8_input_store", "mtp_num_layers", "compile", "moe_enable_deepep",
-                         "enable_fsdp_float8_all_gather", "float8_recipe"});
+                         "enable_fsdp_float8_all_gather", "float8_recipe", "grad_reduce_in_bf16"});
   w.seq = yaml_count(doc, n, "seq", 1, limits::kSeq, std::nullopt, "workload.seq");
   w.global_batch = yaml_count(doc, n, "global_batch", 1, limits::kGlobalBatch, std::nullopt, "workload.global_batch");
   w.dtype = parse_enum_field(doc, n, "dtype", Dtype::BF16, &parse_dtype);
@@ -85,6 +85,7 @@ Workload parse_workload(const YamlDoc& doc, const YAML::Node& n) {
   w.overlap_moe_ep_comm = optional<bool>(doc, n, "overlap_moe_expert_parallel_comm", false);
   w.deepep_dispatch = optional<bool>(doc, n, "moe_enable_deepep", false);
   w.bf16_adam_moments = parse_enum_field(doc, n, "adam_moments", false, &parse_adam_moments);
+  w.grad_reduce_in_bf16 = optional<bool>(doc, n, "grad_reduce_in_bf16", false);
   w.fp8_activation_input_store = optional<bool>(doc, n, "activation_func_fp8_input_store", false);
   w.mtp_layers = int(yaml_count(doc, n, "mtp_num_layers", 0, limits::kMtpLayers, 0, "workload.mtp_num_layers"));
   w.compile = optional<bool>(doc, n, "compile", false);
@@ -283,6 +284,7 @@ void emit_workload(YAML::Emitter& o, const Workload& w) {
   if (w.overlap_moe_ep_comm) o << YAML::Key << "overlap_moe_expert_parallel_comm" << YAML::Value << true;
   if (w.deepep_dispatch) o << YAML::Key << "moe_enable_deepep" << YAML::Value << true;
   if (w.bf16_adam_moments) o << YAML::Key << "adam_moments" << YAML::Value << "bf16";
+  if (w.grad_reduce_in_bf16) o << YAML::Key << "grad_reduce_in_bf16" << YAML::Value << true;
   if (w.fp8_activation_input_store) o << YAML::Key << "activation_func_fp8_input_store" << YAML::Value << true;
   if (w.mtp_layers > 0) o << YAML::Key << "mtp_num_layers" << YAML::Value << w.mtp_layers;
   if (w.compile) o << YAML::Key << "compile" << YAML::Value << true;

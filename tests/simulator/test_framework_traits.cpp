@@ -386,6 +386,39 @@ TEST_CASE("fp8 GEMM inputs: TransformerEngine keeps the fp8 cast, torchao the bf
   CHECK(saved(Framework::Megatron, 1, "lm_head") == doctest::Approx(T * h * 2));
 }
 
+TEST_CASE("--grad-reduce-in-bf16 keeps Megatron's gradient buffer and its reduction in bf16 (Megatron, bf16 or fp8 only)") {
+  const ModelSpec m = load_model("llama3-8b");
+  const HardwareProfile hw = load_hardware("h100-sxm-80g");
+  const Layout l = data_parallel(8, 1);
+  Workload w = work(4096, 8, Framework::Megatron);
+  const Prediction fp32 = predict(m, hw, w, l);
+  const StepProgram program = expand_step_program(m, l, w);
+  const DpTraffic fp32_traffic = dp_traffic(m, hw, w, l, program.stages.front());
+  w.grad_reduce_in_bf16 = true;
+  CHECK(state_bytes(w).gradient == 2);
+  const Prediction bf16 = predict(m, hw, w, l);
+  CHECK(bf16.memory.gradients == doctest::Approx(fp32.memory.gradients / 2));
+  // The reduce-scatter of each bucket moves half the bytes: bandwidth-bound, about half the time.
+  const DpTraffic bf16_traffic = dp_traffic(m, hw, w, l, program.stages.front());
+  CHECK(bf16_traffic.full_reduction < 0.6 * fp32_traffic.full_reduction);
+  CHECK(bf16.time.dp_comm <= fp32.time.dp_comm);
+  CHECK_NOTHROW(validate_workload(m, w));
+  w.dtype = Dtype::FP32;
+  CHECK_THROWS_WITH_AS(validate_workload(m, w), doctest::Contains("needs bf16 or fp8 training"), LayoutError);
+  w.dtype = Dtype::BF16;
+  for (Framework f : {Framework::Torchtitan, Framework::DeepSpeed}) {
+    w.framework = f;
+    CHECK_THROWS_WITH_AS(validate_workload(m, w), doctest::Contains("--grad-reduce-in-bf16 with framework"), LayoutError);
+  }
+  // A validation row says so in its grad_reduce_dtype column, Megatron's rows only.
+  CHECK(run_settings(parse_run_facts("megatron-lm", "2024-12", "", "", "", "", "", "", "", "", "bf16"), 1, 1).grad_reduce_in_bf16);
+  CHECK_FALSE(run_settings(parse_run_facts("megatron-lm", "2024-12", "", "", "", "", "", "", "", "", ""), 1, 1).grad_reduce_in_bf16);
+  CHECK_THROWS_WITH(parse_run_facts("torchtitan", "2024-12", "", "", "", "", "", "", "", "", "bf16"),
+                    doctest::Contains("column 'grad_reduce_dtype': value 'bf16' with framework 'torchtitan'"));
+  CHECK_THROWS_WITH(parse_run_facts("megatron-lm", "2024-12", "", "", "", "", "", "", "", "", "fp16"),
+                    doctest::Contains("is not fp32, bf16 or empty"));
+}
+
 TEST_CASE("bf16 Adam moments halve the optimizer state and its step traffic") {
   const ModelSpec m = load_model("llama3-8b");
   const HardwareProfile hw = load_hardware("h100-sxm-80g");

@@ -41,6 +41,7 @@ std::string scenario_header(const Scenario& s) {
          (s.work.fsdp_float8_all_gather ? ", FSDP float8 all-gather" : "") +
          (s.work.float8_recipe != Float8Recipe::Tensorwise ? ", float8 " + to_string(s.work.float8_recipe) : "") +
          (s.work.bf16_adam_moments ? ", bf16 Adam moments" : "") +
+         (s.work.grad_reduce_in_bf16 ? ", gradients reduced in bf16" : "") +
          (!s.work.flash_attention ? ", unfused attention"
           : s.work.attention_kernel != AttentionKernel::Default ? ", attention " + to_string(s.work.attention_kernel)
                                                                 : "") +

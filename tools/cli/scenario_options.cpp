@@ -61,6 +61,9 @@ void ScenarioFlags::add_to(CLI::App& app, bool with_layout) {
                  "twice, and runs bf16 tensor-parallel all-gathers (torchtitan with --dtype fp8)");
   app.add_option("--adam-moments", adam_moments,
                  "fp32 (default) | bf16: Adam's moments in bf16 (Megatron-Core's precision-aware optimizer)");
+  app.add_flag("--grad-reduce-in-bf16", grad_reduce_in_bf16,
+               "keep and reduce the DDP gradient buffer in bf16, not fp32 (Megatron-LM's flag; halves the "
+               "gradients' memory and the data-parallel reduction's bytes)");
   app.add_flag("--activation-func-fp8-input-store", fp8_activation_input_store,
                "keep the SwiGLU's input in fp8 for the backward (Megatron-Core's TransformerConfig."
                "activation_func_fp8_input_store; it has no Megatron-LM flag, the export says how to set it)");
@@ -165,6 +168,7 @@ Scenario ScenarioFlags::resolve(bool with_layout) const {
   if (!framework.empty()) s.work.framework = parse_framework(framework);
   if (!adam_moments.empty()) s.work.bf16_adam_moments = parse_adam_moments(adam_moments);
   if (fp8_activation_input_store) s.work.fp8_activation_input_store = true;
+  if (grad_reduce_in_bf16) s.work.grad_reduce_in_bf16 = true;
   if (compile) s.work.compile = true;
   if (fsdp_float8_all_gather) s.work.fsdp_float8_all_gather = true;
   if (!float8_recipe.empty()) s.work.float8_recipe = parse_float8_recipe(float8_recipe);

@@ -18,7 +18,7 @@ struct ScenarioFlags {
   std::optional<int> gpus, gpus_per_node, nvlink_domain, mtp_layers, train_metric_passes;
   std::optional<long long> seq, global_batch;
   bool no_sp = false, no_overlap_p2p = false, overlap_moe_ep = false, deepep = false, no_flash_attention = false, fp8_activation_input_store = false, compile = false,
-       fsdp_float8_all_gather = false;
+       fsdp_float8_all_gather = false, grad_reduce_in_bf16 = false;
   // The layout options given, by layout field key (models/layout_fields.hpp), as typed; each is
   // checked when parsed and applied over the base in resolve.
   std::map<std::string, std::string> layout_options;
