@@ -67,7 +67,7 @@ std::vector<LayoutField> make_fields() {
       SIXFOLD_DEGREE(vpp, kL, 2, "--vpp", "virtual stages per pipeline rank (interleaved 1F1B; default 1)"),
       SIXFOLD_DEGREE(cp, kG, 2, "--cp", "context-parallel size (default 1)"),
       SIXFOLD_DEGREE(ep, kG, 2, "--ep", "expert-parallel size (default 1)"),
-      SIXFOLD_DEGREE(etp, kG, 2, "--etp", "expert tensor-parallel size (default 1)"),
+      SIXFOLD_DEGREE(etp, kG, 2, "--etp", "expert tensor-parallel size (default 1; Megatron-LM's own default is the TP size, so a run without --expert-tensor-parallel-size is --etp TP here; the Megatron export always writes it)"),
       {"sp", nullptr, nullptr, FieldType::Flag, 0, 1, nullptr,
        [](Layout& l, const std::string& t, const std::string& w) { l.sp = parse_flag(t, w); },
        [](const Layout& l) { return double(l.sp); }, [](const Layout& l) { return std::string(l.sp ? "true" : "false"); },

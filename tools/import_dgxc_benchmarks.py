@@ -59,7 +59,7 @@ RECOMPUTE = {None: "none", "selective": "selective", "full": "full"}
 COLUMNS = ("id,source,layers,hidden,ffn,heads,kv_heads,vocab,seq,experts,topk,moe_ffn,gpu,gpus,gpus_per_node,dp,tp,"
            "pp,vpp,cp,ep,sp,zero,micro_batch,global_batch,recompute,dtype,tflops_hw,tflops_model,mfu_pct,"
            "tokens_per_gpu_s,iter_s,peak_mem_gib,framework,framework_date,attention,dp_overlap,tp_overlap,notes,"
-           "grad_reduce_dtype").split(",")
+           "grad_reduce_dtype,etp").split(",")
 
 
 def cells(line: str) -> list[str]:
@@ -145,6 +145,8 @@ def main() -> int:
             sys.exit(f"import_dgxc_benchmarks: {config['yaml']}: grad_sync_dtype {sync!r} not understood")
         facts = dict(recompute=RECOMPUTE[granularity], dp_overlap=1 if optim.get("overlap_grad_sync") else 0,
                      grad_reduce_dtype=sync or "",
+                     # unstated: Megatron-Core's default, the TP size (the validator's fill)
+                     etp=model.get("expert_tensor_parallel_size") or "",
                      tp_overlap=1 if model.get("ub_tp_comm_overlap") else 0, sp=bool(model.get("sequence_parallel")))
         lines = show(path).splitlines()
         layouts = layout_table(lines)
@@ -182,7 +184,8 @@ def main() -> int:
                          sp=1 if tp > 1 and facts["sp"] else 0, zero=1, micro_batch=lay.get("MBS", 1),
                          global_batch=lay["GBS"], recompute=facts["recompute"], dtype=dtype, iter_s=step[j],
                          framework="megatron-lm", framework_date="2024-12", dp_overlap=facts["dp_overlap"],
-                         tp_overlap=facts["tp_overlap"] if tp > 1 else "", grad_reduce_dtype=facts["grad_reduce_dtype"])
+                         tp_overlap=facts["tp_overlap"] if tp > 1 else "", grad_reduce_dtype=facts["grad_reduce_dtype"],
+                         etp=facts["etp"] if shape.get("experts") else "")
                 r["source"] = (f"NVIDIA/dgxc-benchmarking {path} @{args.commit} ({args.release}, NeMo 24.12 container) "
                                f"\u00b7 {label} {dtype.upper()}, {gpus}x H100")
                 notes = ["training step time of the README's table (the last of 50 steps)"]

@@ -223,6 +223,7 @@ RowFill fill_unstated_choices(const CsvTable& t, size_t r, const Scenario& row, 
   if (micro_batches.size() > 1 || row.layout.micro_batch <= 0) filled.push_back("micro_batch=" + std::to_string(b.micro_batch));
   if (run.filled_dp_overlap) filled.push_back(std::string("dp_overlap=") + (run.dp_overlap ? "on" : "off"));
   if (model.moe.enabled() && b.ep > 1) {
+    if (b.etp > 1 && t.field(r, "etp").empty()) filled.push_back("etp=" + std::to_string(b.etp));
     if (run.filled_ep_dispatcher) filled.push_back(std::string("ep_dispatcher=") + (run.deepep_dispatch ? "deepep" : "alltoall"));
     if (run.filled_ep_overlap) filled.push_back(std::string("ep_overlap=") + (run.overlap_moe_ep_comm ? "on" : "off"));
   }

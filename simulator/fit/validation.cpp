@@ -32,7 +32,7 @@ std::optional<double> number(const std::string& s) {
 
 // Columns that hold counts (non-negative integers) and measured metrics (finite, positive).
 const char* const kCountColumns[] = {"layers", "hidden", "ffn", "heads", "kv_heads", "vocab", "seq", "experts", "topk",
-                                     "moe_ffn", "gpus", "gpus_per_node", "dp", "tp", "pp", "vpp", "cp", "ep", "sp",
+                                     "moe_ffn", "gpus", "gpus_per_node", "dp", "tp", "pp", "vpp", "cp", "ep", "etp", "sp",
                                      "zero", "micro_batch", "global_batch"};
 
 // The run-fact columns of a row (run_facts.hpp), unparsed cells thrown as Error.
@@ -321,6 +321,13 @@ Scenario scenario_from_row(const CsvTable& t, size_t r, const HardwareLookup& lo
   }
   if (l.tp > 1 && settings.tp_always_sequence_parallel) l.sp = true;
   split_pipeline_like_megatron(l, m, s.work.framework);
+  // Expert tensor parallelism (the project's `etp` column). Unstated, Megatron-Core shards each
+  // expert over the TP group: Megatron-LM's arguments.py sets expert_tensor_parallel_size to
+  // tensor_model_parallel_size when not given, as parallel_state.initialize_model_parallel does for
+  // NeMo (and before that flag, Megatron-Core sharded experts over TP like the dense layers).
+  // Other codebases: 1.
+  if (stated(t, r, "etp")) l.etp = std::max(1, int(as_int(t, r, "etp", 1)));
+  else if (s.work.framework == Framework::Megatron && m.moe.enabled() && l.ep > 1) l.etp = l.tp;
   s.work.seq = seq;
   s.work.global_batch = as_int(t, r, "global_batch", 0);
   const std::string dtype = t.field(r, "dtype");

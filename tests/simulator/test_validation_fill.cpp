@@ -436,3 +436,24 @@ TEST_CASE("a row of Nemotron-4 340B's shape is priced with its squared-ReLU MLP,
   CHECK(rep.rows[0].scenario.model.activation == Activation::SquaredReLU);
   CHECK(filled(rep.rows[0], "model=nemotron4-340b"));
 }
+
+TEST_CASE("an unstated etp of a Megatron MoE row is Megatron-Core's default, the TP size, and a stated one is kept") {
+  // Megatron-LM's arguments.py: expert_tensor_parallel_size defaults to tensor_model_parallel_size.
+  std::string header = kHeader;
+  header.pop_back();  // its newline
+  const std::string moe = "16,4096,,32,8,32000,4096,8,2,14336,h100-sxm-80g,32,8,8,4,1,1,1,8,1,1,1,64,none,bf16,,300,,,,,";
+  const std::string text = header + ",etp\n" +
+                           "E1,a," + moe + ",megatron-lm,2024-12,,,,,\n"   // unstated: etp = tp = 4
+                           "E2,b," + moe + ",megatron-lm,2024-12,,,,,1\n"  // stated 1
+                           "E3,c," + moe + ",torchtitan,2025-06,,,,,\n";   // other codebases: 1
+  const ValidationReport rep = validate_runs(parse_csv(text, "etp.csv"), {});
+  REQUIRE(rep.rows.size() == 3);
+  for (const RowResult& row : rep.rows) REQUIRE_MESSAGE(row.scored, row.id << ": " << row.skip_reason);
+  CHECK(rep.rows[0].scenario.layout.etp == 4);
+  CHECK(filled(rep.rows[0], "etp=4"));
+  CHECK(rep.rows[1].scenario.layout.etp == 1);
+  CHECK_FALSE(filled(rep.rows[1], "etp="));
+  CHECK(rep.rows[2].scenario.layout.etp == 1);
+  // Sharding each expert over 4 more ranks puts the EP group of 8 across 4 nodes: slower here.
+  CHECK(rep.rows[0].predicted.at("tflops_model") < rep.rows[1].predicted.at("tflops_model"));
+}

@@ -178,6 +178,7 @@ struct ValidateCommand {
         {"ep_dispatcher", "unstated: the codebase's MoE token dispatcher (Megatron's default: all-to-all; simulator/fit/run_facts.cpp)"},
         {"ep_overlap", "unstated: the codebase's default, off but for DeepSeek's DualPipe (simulator/fit/run_facts.cpp)"},
         {"compile", "unstated (torchtitan): off, its default, or on, the faster; published torchtitan benchmarks compile"},
+        {"etp", "unstated (Megatron MoE): the TP size, Megatron-Core's default expert tensor parallelism (simulator/fit/validation.cpp)"},
         {"fsdp_float8_all_gather", "unstated (torchtitan fp8 under FSDP): off, its JobConfig default (simulator/fit/run_facts.cpp)"},
         {"float8_recipe", "unstated (torchtitan fp8): tensorwise, what its float8 converter runs without a recipe_name (simulator/fit/run_facts.cpp)"},
         {"pipeline_micro_batches", "torchtitan splits the local batch itself: pp micro-batches until 2025-01, one per stage until 2025-04, then one sequence each"},
