@@ -178,7 +178,7 @@ def main() -> int:
                 n += 1
                 r = dict.fromkeys(COLUMNS, "")
                 r.update({k: shape.get(k, "") for k in ("hidden", "ffn", "heads", "kv_heads", "vocab", "experts", "topk", "moe_ffn")})
-                r.update(id=f"DX{n}", layers=lay.get("LAYERS", shape["layers"]), seq=lay.get("SEQLEN", seq) or lay.get("SEQ", ""),
+                r.update(id=f"DX{n}", layers=lay.get("LAYERS", shape["layers"]), seq=lay.get("SEQLEN", seq),
                          gpu="h100-sxm-80g", gpus=gpus, gpus_per_node=8, dp=gpus // (tp * pp * cp), tp=tp, pp=pp,
                          vpp=lay.get("VP", 1) if pp > 1 else 1, cp=cp, ep=lay.get("EP", 1),
                          sp=1 if tp > 1 and facts["sp"] else 0, zero=1, micro_batch=lay.get("MBS", 1),
