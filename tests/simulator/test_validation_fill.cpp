@@ -457,3 +457,15 @@ TEST_CASE("an unstated etp of a Megatron MoE row is Megatron-Core's default, the
   // Sharding each expert over 4 more ranks puts the EP group of 8 across 4 nodes: slower here.
   CHECK(rep.rows[0].predicted.at("tflops_model") < rep.rows[1].predicted.at("tflops_model"));
 }
+
+TEST_CASE("a malformed etp cell is an input error naming the file, line, column and value") {
+  std::string header = kHeader;
+  header.pop_back();
+  const std::string moe = "16,4096,,32,8,32000,4096,8,2,14336,h100-sxm-80g,32,8,8,4,1,1,1,8,1,1,1,64,none,bf16,,300,,,,,";
+  for (const char* bad : {"two", "0", "1.5"}) {
+    CAPTURE(bad);
+    const std::string text = header + ",etp\nE1,a," + moe + ",megatron-lm,2024-12,,,,," + bad + "\n";
+    const std::string expected = std::string("etp.csv:2: column 'etp': value '") + bad + "'";
+    CHECK_THROWS_WITH_AS(validate_runs(parse_csv(text, "etp.csv"), {}), doctest::Contains(expected.c_str()), Error);
+  }
+}
