@@ -63,17 +63,18 @@ std::optional<ErrorBand> expected_error(const std::vector<ResidualRun>& runs, Fr
   auto near_scale = [&](const ResidualRun& r) { return std::fabs(std::log2(double(r.gpus) / std::max(1, gpus))) <= 3.0; };
   struct Level {
     const char* what;
+    bool by_framework, by_gpu;  // the keys the level matches on, and names in its basis
     bool (*keep)(const ResidualRun&, const std::string&, const std::string&, bool);
   };
   // From most to least alike; the first level with enough runs decides.
   const Level levels[] = {
-      {"same framework and GPU, GPU count within 8x",
+      {"same framework and GPU, GPU count within 8x", true, true,
        [](const ResidualRun& r, const std::string& f, const std::string& g, bool near) { return r.framework == f && family(r.gpu) == g && near; }},
-      {"same framework and GPU",
+      {"same framework and GPU", true, true,
        [](const ResidualRun& r, const std::string& f, const std::string& g, bool) { return r.framework == f && family(r.gpu) == g; }},
-      {"same framework", [](const ResidualRun& r, const std::string& f, const std::string&, bool) { return r.framework == f; }},
-      {"same GPU", [](const ResidualRun& r, const std::string&, const std::string& g, bool) { return family(r.gpu) == g; }},
-      {"all measured runs", [](const ResidualRun&, const std::string&, const std::string&, bool) { return true; }},
+      {"same framework", true, false, [](const ResidualRun& r, const std::string& f, const std::string&, bool) { return r.framework == f; }},
+      {"same GPU", false, true, [](const ResidualRun& r, const std::string&, const std::string& g, bool) { return family(r.gpu) == g; }},
+      {"all measured runs", false, false, [](const ResidualRun&, const std::string&, const std::string&, bool) { return true; }},
   };
   for (const Level& level : levels) {
     std::vector<double> errs;
@@ -92,7 +93,12 @@ std::optional<ErrorBand> expected_error(const std::vector<ResidualRun>& runs, Fr
     ErrorBand band;
     band.pct = errs[k - 1];
     band.runs = int(errs.size());
-    band.basis = std::string(level.what) + " (" + fw + ", " + fam + ")";
+    // Only the keys the runs share with this one: "same framework (torchtitan, a100)" would say
+    // A100 runs where the level took torchtitan's runs on any GPU.
+    band.basis = level.what;
+    if (level.by_framework || level.by_gpu)
+      band.basis += " (" + (level.by_framework ? fw : std::string()) + (level.by_framework && level.by_gpu ? ", " : "") +
+                    (level.by_gpu ? fam : std::string()) + ")";
     return band;
   }
   return std::nullopt;

@@ -33,10 +33,15 @@ TEST_CASE("the band takes the most similar runs that number at least five, and s
   REQUIRE(far);
   CHECK(far->basis.find("same framework and GPU") == 0);
   CHECK(far->basis.find("within 8x") == std::string::npos);
+  CHECK(far->basis.find("(torchtitan, h100)") != std::string::npos);
+  // No torchtitan run on A100: torchtitan's runs on any GPU decide, and the basis names no GPU.
+  const auto other_gpu = expected_error(r, Framework::Torchtitan, "a100-sxm-80g", 16);
+  REQUIRE(other_gpu);
+  CHECK(other_gpu->basis == "same framework (torchtitan)");
   // DeepSpeed has no run: the same GPU's runs decide.
   const auto ds = expected_error(r, Framework::DeepSpeed, "a100-sxm-80g", 1024);
   REQUIRE(ds);
-  CHECK(ds->basis.find("same GPU") == 0);
+  CHECK(ds->basis == "same GPU (a100)");
   CHECK(ds->pct > 20);
   CHECK(describe(*ds).find("expect +-") == 0);
 }
