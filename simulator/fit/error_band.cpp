@@ -37,8 +37,9 @@ std::vector<ResidualRun> parse_residual_runs(const std::string& text, const std:
       r.gpu = n["gpu"].as<std::string>();
       r.gpus = n["gpus"].as<int>();
       r.abs_error_pct = n["abs_error_pct"].as<double>();
+      if (n["codebase"]) r.codebase = n["codebase"].as<std::string>();
     } catch (const YAML::Exception&) {
-      throw Error(where + "each run needs id, framework, gpu, gpus (an integer) and abs_error_pct (a number)");
+      throw Error(where + "each run needs id, framework, gpu, gpus (an integer) and abs_error_pct (a number); codebase is optional");
     }
     if (r.gpus <= 0 || !std::isfinite(r.abs_error_pct) || r.abs_error_pct < 0)
       throw Error(where + "run '" + r.id + "': gpus must be positive and abs_error_pct finite and >= 0");
@@ -57,8 +58,13 @@ const std::vector<ResidualRun>& builtin_residual_runs() {
 }
 
 std::optional<ErrorBand> expected_error(const std::vector<ResidualRun>& runs, Framework framework,
-                                        const std::string& hardware, int gpus) {
+                                        const std::string& hardware, int gpus, const std::string& codebase) {
   if (int(runs.size()) < kMinRuns) return std::nullopt;
+  // A codebase the residuals name nowhere borrows no framework's errors (see the header).
+  const bool names_codebases = std::any_of(runs.begin(), runs.end(), [](const ResidualRun& r) { return !r.codebase.empty(); });
+  const bool unmeasured_codebase =
+      !codebase.empty() && names_codebases &&
+      std::none_of(runs.begin(), runs.end(), [&](const ResidualRun& r) { return r.codebase == codebase; });
   const std::string fw = to_string(framework), fam = family(hardware);
   auto near_scale = [&](const ResidualRun& r) { return std::fabs(std::log2(double(r.gpus) / std::max(1, gpus))) <= 3.0; };
   struct Level {
@@ -77,6 +83,7 @@ std::optional<ErrorBand> expected_error(const std::vector<ResidualRun>& runs, Fr
       {"all measured runs", false, false, [](const ResidualRun&, const std::string&, const std::string&, bool) { return true; }},
   };
   for (const Level& level : levels) {
+    if (level.by_framework && unmeasured_codebase) continue;
     std::vector<double> errs;
     for (const ResidualRun& r : runs)
       if (level.keep(r, fw, fam, near_scale(r))) errs.push_back(r.abs_error_pct);
@@ -99,6 +106,7 @@ std::optional<ErrorBand> expected_error(const std::vector<ResidualRun>& runs, Fr
     if (level.by_framework || level.by_gpu)
       band.basis += " (" + (level.by_framework ? fw : std::string()) + (level.by_framework && level.by_gpu ? ", " : "") +
                     (level.by_gpu ? fam : std::string()) + ")";
+    if (unmeasured_codebase) band.basis += "; no measured " + codebase + " run";
     return band;
   }
   return std::nullopt;

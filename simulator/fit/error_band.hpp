@@ -16,6 +16,7 @@ namespace sixfold {
 
 struct ResidualRun {
   std::string id, framework, gpu;
+  std::string codebase;  // the run's `framework` column (llm-foundry, megatron-deepspeed, ...); optional
   int gpus = 0;
   double abs_error_pct = 0;  // mean over the run's throughput metrics (each is the step time seen differently)
 };
@@ -34,9 +35,12 @@ std::vector<ResidualRun> parse_residual_runs(const std::string& yaml_text, const
 // The built-in residuals (configs/error_bands/out_of_source.yaml).
 const std::vector<ResidualRun>& builtin_residual_runs();
 
-// nullopt when there are fewer than kMinRuns residuals at all.
+// nullopt when there are fewer than kMinRuns residuals at all. `codebase` (a measured run's
+// `framework` column, in `validate`): where the residuals name codebases and none is this one (an
+// llm-foundry row priced with torchtitan's traits), the levels keyed on the framework are skipped:
+// another codebase's errors do not say how far to trust this one's.
 std::optional<ErrorBand> expected_error(const std::vector<ResidualRun>& runs, Framework framework,
-                                        const std::string& hardware, int gpus);
+                                        const std::string& hardware, int gpus, const std::string& codebase = "");
 
 // "expect +-6% (23 similar measured runs: torchtitan on h100, 8x GPU count)"
 std::string describe(const ErrorBand& band);

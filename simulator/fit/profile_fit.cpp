@@ -178,6 +178,7 @@ CrossValidation cross_validate_by_source(const std::vector<CsvTable>& tables, co
         row.gpu = rr.scenario.hardware_name;
         row.gpus = rr.scenario.gpus;
         row.framework = to_string(rr.scenario.work.framework);
+        row.codebase = rr.codebase;
         for (const std::string& metric : throughput_metrics())
           if (auto it = rr.error_pct.find(metric); it != rr.error_pct.end()) {
             row.error_pct[metric] = it->second;

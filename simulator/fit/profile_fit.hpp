@@ -42,6 +42,7 @@ void apply_fit(HardwareProfile& hw, const std::vector<FitParameter>& parameters)
 // nothing is fitted and every fold is scored with the profiles as they are (fit-free).
 struct CvRow {
   std::string id, source, framework, gpu;
+  std::string codebase;  // the row's `framework` column (RowResult::codebase)
   int gpus = 0;
   // Signed, per metric, out-of-fold. peak_mem_gib is scored but fits nothing and has no null model
   // (the null model prices time only), so null_error_pct holds the throughput metrics alone.

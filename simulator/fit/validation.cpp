@@ -365,6 +365,7 @@ ValidationReport validate_runs(const CsvTable& t, const ValidationOptions& opt) 
     if (opt.progress) opt.progress->advance();
     RowResult row;
     row.id = t.field(r, "id");
+    row.codebase = t.field(r, "framework");
     if (opt.include && !opt.include(r, row.id)) continue;
     try {
       RunSettings run;
@@ -410,7 +411,7 @@ ValidationReport validate_runs(const CsvTable& t, const ValidationOptions& opt) 
       row.scored = !row.measured.empty();
       if (!row.scored) row.skip_reason = "no measured metric";
       if (!opt.null_model)
-        if (auto band = expected_error(builtin_residual_runs(), s.work.framework, s.hardware.name, s.gpus))
+        if (auto band = expected_error(builtin_residual_runs(), s.work.framework, s.hardware.name, s.gpus, row.codebase))
           row.expected_error_pct = band->pct;
     } catch (const Error& e) {
       row.skip_reason = e.what();

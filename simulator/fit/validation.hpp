@@ -32,6 +32,7 @@ std::optional<double> mean_abs_throughput_error_pct(const std::map<std::string, 
 
 struct RowResult {
   std::string id;
+  std::string codebase;           // the row's `framework` column as written (llm-foundry, megatron-lm, ...); empty: unstated
   bool scored = false;
   std::string skip_reason;        // why not scored
   std::vector<std::string> filled;  // fields filled the way a user would ("recompute=full": the fastest layout that fits)

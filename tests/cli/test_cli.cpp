@@ -206,6 +206,27 @@ TEST_CASE("validate --explain: one row priced as the full run prices it, by comp
   CHECK(r.code == 2);
 }
 
+TEST_CASE("validate: a row of a codebase no measured residual names takes its GPU's band, and says so") {
+  // llm-foundry rows are priced with torchtitan's traits; the bands hold no llm-foundry run.
+  const std::string file = "bench/spot_checks/llm_foundry_mpt.csv";
+  Result all = run_sixfold("validate " + file + " --json");
+  REQUIRE(all.code == 0);
+  const auto whole = nlohmann::json::parse(all.output);
+  nlohmann::json row;
+  for (const auto& r : whole["rows"])
+    if (r["id"] == "LF10") row = r;
+  REQUIRE(row.is_object());
+  Result r = run_sixfold("validate " + file + " --explain LF10 --json");
+  REQUIRE(r.code == 0);
+  const auto band = nlohmann::json::parse(r.output)["prediction"]["expected_error"];
+  CHECK(band["basis"] == "same GPU (h100); no measured llm-foundry run");
+  CHECK(band["pct"].get<double>() == doctest::Approx(row["expected_error_pct"].get<double>()));
+  // predict names no codebase: torchtitan's own runs.
+  r = run_sixfold("predict --model llama3-8b --hardware h100-sxm-80g --gpus 8 --global-batch 64 --framework torchtitan --json");
+  REQUIRE(r.code == 0);
+  CHECK(contains(nlohmann::json::parse(r.output)["prediction"]["expected_error"]["basis"].get<std::string>(), "torchtitan"));
+}
+
 TEST_CASE("predict notes a layout that fits by less than the memory model's measured error, as plan's budget does") {
   const std::string base = "predict --model llama3-70b --hardware h100-sxm-80g --gpus 64 --global-batch 128 --tp 8 --pp 2 "
                            "--sp --zero 1 --micro-batch 2 --recompute selective --seq ";

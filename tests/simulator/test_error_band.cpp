@@ -99,3 +99,32 @@ TEST_CASE("a band holds at least 68% of new runs drawn like its residuals, at ev
     CHECK_MESSAGE((band->pct - 1) / double(n + 1) < kBandCoverage, "n = " << n << ": a narrower band would do");
   }
 }
+
+TEST_CASE("a codebase no residual names takes no framework's band; one they name keeps its framework's") {
+  std::string body;
+  for (int i = 0; i < 6; ++i)  // torchtitan's own runs on H100: 1..6 %
+    body += "  - {id: t" + std::to_string(i) + ", framework: torchtitan, codebase: torchtitan, gpu: h100-sxm-80g, gpus: 64, abs_error_pct: " +
+            std::to_string(i + 1) + "}\n";
+  for (int i = 0; i < 6; ++i)  // Megatron's on H100: 20..25 %
+    body += "  - {id: m" + std::to_string(i) + ", framework: megatron, codebase: megatron-lm, gpu: h100-sxm-80g, gpus: 64, abs_error_pct: " +
+            std::to_string(20 + i) + "}\n";
+  const auto r = runs(body);
+  // A torchtitan row (and predict, which names no codebase): torchtitan's runs.
+  const auto own = expected_error(r, Framework::Torchtitan, "h100-sxm-80g", 64, "torchtitan");
+  REQUIRE(own);
+  CHECK(own->pct == doctest::Approx(5));
+  CHECK(expected_error(r, Framework::Torchtitan, "h100-sxm-80g", 64)->pct == doctest::Approx(5));
+  // An llm-foundry row is priced with torchtitan's traits, but no llm-foundry run was measured:
+  // every H100 run decides, and the basis says why.
+  const auto other = expected_error(r, Framework::Torchtitan, "h100-sxm-80g", 64, "llm-foundry");
+  REQUIRE(other);
+  CHECK(other->runs == 12);
+  CHECK(other->pct > 20);
+  CHECK(other->basis == "same GPU (h100); no measured llm-foundry run");
+  // Residuals without codebases (an older bands file): the framework decides, as before.
+  std::string plain;
+  for (int i = 0; i < 6; ++i)
+    plain += "  - {id: t" + std::to_string(i) + ", framework: torchtitan, gpu: h100-sxm-80g, gpus: 64, abs_error_pct: " +
+             std::to_string(i + 1) + "}\n";
+  CHECK(expected_error(runs(plain), Framework::Torchtitan, "h100-sxm-80g", 64, "llm-foundry")->pct == doctest::Approx(5));
+}

@@ -188,9 +188,10 @@ struct CalibrateCommand {
     for (const CvRow& r : cv_result.rows) {
       const auto error = mean_abs_throughput_error_pct(r.error_pct);
       if (!error) continue;  // a memory-only row says nothing about the step time
-      char line[256];
-      std::snprintf(line, sizeof line, "  - {id: \"%s\", framework: %s, gpu: %s, gpus: %d, abs_error_pct: %.2f}\n", r.id.c_str(),
-                    r.framework.c_str(), r.gpu.c_str(), r.gpus, *error);
+      char line[320];
+      std::snprintf(line, sizeof line,
+                    "  - {id: \"%s\", framework: %s, codebase: \"%s\", gpu: %s, gpus: %d, abs_error_pct: %.2f}\n",
+                    r.id.c_str(), r.framework.c_str(), r.codebase.c_str(), r.gpu.c_str(), r.gpus, *error);
       yaml += line;
       ++written;
     }

@@ -80,7 +80,7 @@ struct ValidateCommand {
       const nlohmann::ordered_json scenario = scenario_json(s);  // named: items() must not outlive it
       for (const auto& [k, v] : scenario.items()) out[k] = v;
       out["filled"] = row.filled;
-      add_prediction_json(out, s, p, true);  // as predict --json: p is the row's prediction, priced again
+      add_prediction_json(out, s, p, true, row.codebase);  // as predict --json: p is the row's prediction, priced again
       out["measured"] = row.measured;
       out["predicted"] = row.predicted;
       out["error_pct"] = row.error_pct;
@@ -95,7 +95,7 @@ struct ValidateCommand {
     for (const std::string& f : row.filled) filled += (filled.empty() ? "" : ", ") + f;
     std::cout << "filled: " << (filled.empty() ? "nothing (every field stated)" : filled) << "\n";
     print_prediction(std::cout, p);
-    print_expected_error(std::cout, s, p.step_time);
+    print_expected_error(std::cout, s, p.step_time, row.codebase);
     print_memory_fit(std::cout, p, s.hardware);
     std::printf("\n%-18s %12s %12s %9s\n", "metric", "measured", "predicted", "error");
     for (const auto& [metric, measured] : row.measured)

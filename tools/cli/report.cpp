@@ -152,19 +152,20 @@ void print_memory_fit(std::ostream& out, const Prediction& p, const HardwareProf
   out << line;
 }
 
-void add_prediction_json(nlohmann::ordered_json& out, const Scenario& s, const Prediction& p, bool with_band) {
+void add_prediction_json(nlohmann::ordered_json& out, const Scenario& s, const Prediction& p, bool with_band,
+                         const std::string& codebase) {
   const nlohmann::ordered_json priced = prediction_json(p);  // named: items() must not outlive it
   for (const auto& [k, v] : priced.items()) out[k] = v;
   nlohmann::ordered_json& prediction = out["prediction"];
-  if (with_band) prediction["expected_error"] = expected_error_json(s);
+  if (with_band) prediction["expected_error"] = expected_error_json(s, codebase);
   const Bytes budget = default_memory_budget(s.hardware);
   prediction["memory_fit"] = to_string(memory_fit(p, s.hardware));
   prediction["memory_budget_bytes"] = budget;
   prediction["within_memory_budget"] = p.peak_memory <= budget;
 }
 
-void print_expected_error(std::ostream& out, const Scenario& s, Seconds step_time) {
-  if (auto band = expected_error(builtin_residual_runs(), s.work.framework, s.hardware.name, s.gpus))
+void print_expected_error(std::ostream& out, const Scenario& s, Seconds step_time, const std::string& codebase) {
+  if (auto band = expected_error(builtin_residual_runs(), s.work.framework, s.hardware.name, s.gpus, codebase))
     out << "step " << format_seconds(step_time) << ", " << describe(*band) << "\n";
 }
 
@@ -179,8 +180,8 @@ nlohmann::ordered_json scenario_json(const Scenario& s, bool with_layout) {
   return out;
 }
 
-nlohmann::ordered_json expected_error_json(const Scenario& s) {
-  auto band = expected_error(builtin_residual_runs(), s.work.framework, s.hardware.name, s.gpus);
+nlohmann::ordered_json expected_error_json(const Scenario& s, const std::string& codebase) {
+  auto band = expected_error(builtin_residual_runs(), s.work.framework, s.hardware.name, s.gpus, codebase);
   if (!band) return nullptr;
   return {{"pct", band->pct}, {"runs", band->runs}, {"basis", band->basis}};
 }
