@@ -100,7 +100,7 @@ TEST_CASE("a band holds at least 68% of new runs drawn like its residuals, at ev
   }
 }
 
-TEST_CASE("a codebase no residual names takes no framework's band; one they name keeps its framework's") {
+TEST_CASE("a codebase no residual names takes no framework's band, one they name keeps its framework's") {
   std::string body;
   for (int i = 0; i < 6; ++i)  // torchtitan's own runs on H100: 1..6 %
     body += "  - {id: t" + std::to_string(i) + ", framework: torchtitan, codebase: torchtitan, gpu: h100-sxm-80g, gpus: 64, abs_error_pct: " +
