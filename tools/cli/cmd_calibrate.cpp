@@ -188,11 +188,11 @@ struct CalibrateCommand {
     for (const CvRow& r : cv_result.rows) {
       const auto error = mean_abs_throughput_error_pct(r.error_pct);
       if (!error) continue;  // a memory-only row says nothing about the step time
-      char line[320];
-      std::snprintf(line, sizeof line,
-                    "  - {id: \"%s\", framework: %s, codebase: \"%s\", gpu: %s, gpus: %d, abs_error_pct: %.2f}\n",
-                    r.id.c_str(), r.framework.c_str(), r.codebase.c_str(), r.gpu.c_str(), r.gpus, *error);
-      yaml += line;
+      char error_text[32];
+      std::snprintf(error_text, sizeof error_text, "%.2f", *error);
+      // Quoted where a CSV cell lands (id, codebase); parsed back below before anything is written.
+      yaml += "  - {id: \"" + r.id + "\", framework: " + r.framework + ", codebase: \"" + r.codebase + "\", gpu: " + r.gpu +
+              ", gpus: " + std::to_string(r.gpus) + ", abs_error_pct: " + error_text + "}\n";
       ++written;
     }
     parse_residual_runs(yaml, bands_out);
