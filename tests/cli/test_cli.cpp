@@ -28,6 +28,16 @@ std::string write_temp(const std::string& name, const std::string& text) {
 
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
+// One row of `validate FILE --json` (a null json where the file has no such row).
+nlohmann::json validated_row(const std::string& file, const std::string& id) {
+  const Result all = run_sixfold("validate " + file + " --json");
+  REQUIRE(all.code == 0);
+  const auto whole = nlohmann::json::parse(all.output);
+  for (const auto& r : whole["rows"])
+    if (r["id"] == id) return r;
+  return nullptr;
+}
+
 std::string read_file(const std::string& path) {
   std::ifstream in(path);
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
@@ -174,12 +184,7 @@ TEST_CASE("validate: summary per metric, bad CSV is an error") {
 
 TEST_CASE("validate --explain: one row priced as the full run prices it, by component, and bad ids are usage errors") {
   const std::string file = std::string(SIXFOLD_DATA_DIR) + "/validation/published_runs.csv";
-  Result all = run_sixfold("validate " + file + " --json");
-  REQUIRE(all.code == 0);
-  const auto whole = nlohmann::json::parse(all.output);
-  nlohmann::json row;
-  for (const auto& r : whole["rows"])
-    if (r["id"] == "G13") row = r;
+  const nlohmann::json row = validated_row(file, "G13");
   REQUIRE(row.is_object());
   Result r = run_sixfold("validate " + file + " --explain G13 --json");
   REQUIRE(r.code == 0);
@@ -209,12 +214,7 @@ TEST_CASE("validate --explain: one row priced as the full run prices it, by comp
 TEST_CASE("validate: a row of a codebase no measured residual names takes its GPU's band, and says so") {
   // llm-foundry rows are priced with torchtitan's traits; the bands hold no llm-foundry run.
   const std::string file = "bench/spot_checks/llm_foundry_mpt.csv";
-  Result all = run_sixfold("validate " + file + " --json");
-  REQUIRE(all.code == 0);
-  const auto whole = nlohmann::json::parse(all.output);
-  nlohmann::json row;
-  for (const auto& r : whole["rows"])
-    if (r["id"] == "LF10") row = r;
+  const nlohmann::json row = validated_row(file, "LF10");
   REQUIRE(row.is_object());
   Result r = run_sixfold("validate " + file + " --explain LF10 --json");
   REQUIRE(r.code == 0);
