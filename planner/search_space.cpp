@@ -240,7 +240,7 @@ std::vector<Variant> variants(const ModelSpec& model, const Workload& work, cons
     Schedule schedule;
     int vpp;
     bool accounts = false;
-    std::string layout;
+    std::string layout{};
   };
   // The custom layout that keeps each rank's layers (stage_layers) over v virtual stages.
   auto even_layout = [&](int v) {
@@ -255,16 +255,16 @@ std::vector<Variant> variants(const ModelSpec& model, const Workload& work, cons
   };
   std::vector<Choice> schedules;
   if (mesh.pp == 1) {
-    schedules.push_back({Schedule::OneFOneB, 1});
+    schedules.push_back({.schedule = Schedule::OneFOneB, .vpp = 1});
     for (Schedule s : o.schedules)
       if (s != Schedule::OneFOneB) ++pruned["schedule irrelevant without pp"];
   } else {
-    if (contains(o.schedules, Schedule::OneFOneB)) schedules.push_back({Schedule::OneFOneB, 1});
+    if (contains(o.schedules, Schedule::OneFOneB)) schedules.push_back({.schedule = Schedule::OneFOneB, .vpp = 1});
     if (contains(o.schedules, Schedule::GPipe)) {
       if (contains(o.schedules, Schedule::OneFOneB)) ++pruned["gpipe dominated by 1f1b (same time, more memory)"];
-      else schedules.push_back({Schedule::GPipe, 1});
+      else schedules.push_back({.schedule = Schedule::GPipe, .vpp = 1});
     }
-    if (contains(o.schedules, Schedule::ZeroBubble)) schedules.push_back({Schedule::ZeroBubble, 1});
+    if (contains(o.schedules, Schedule::ZeroBubble)) schedules.push_back({.schedule = Schedule::ZeroBubble, .vpp = 1});
     if (contains(o.schedules, Schedule::Interleaved)) {
       if (m % mesh.pp != 0) {
         ++pruned["interleaved schedule needs micro-batches divisible by pp"];
@@ -281,9 +281,9 @@ std::vector<Variant> variants(const ModelSpec& model, const Workload& work, cons
           bool ok = true;
           // torchtitan splits unevenly (a layer per virtual stage is enough); Megatron needs equal ones.
           for (int c : stage_layers) ok = ok && (work.framework == Framework::Torchtitan ? c >= v : c % v == 0);
-          if (ok) { schedules.push_back({Schedule::Interleaved, v}); any = true; }
+          if (ok) { schedules.push_back({.schedule = Schedule::Interleaved, .vpp = v}); any = true; }
           else if (accounting_mesh && units % (mesh.pp * v) == 0) {
-            schedules.push_back({Schedule::Interleaved, v, true});
+            schedules.push_back({.schedule = Schedule::Interleaved, .vpp = v, .accounts = true});
             any = true;
           } else if (work.framework == Framework::Megatron && o.custom_pipeline_layouts && v <= kMaxCustomLayoutVpp &&
                      *std::min_element(stage_layers.begin(), stage_layers.end()) >= v) {

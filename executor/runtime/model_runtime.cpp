@@ -113,7 +113,7 @@ ModelRuntime<T>::ModelRuntime(const ModelSpec& model, const Layout& layout, cons
       first_layer += count;
     }
   }
-  const long H = model.hidden, V = model.vocab, Vl = ctx_.vocab_local;
+  const long H = model.hidden, Vl = ctx_.vocab_local;
   auto vocab_rows = [&](const std::string& name) {
     return normal_block(name, seed, H, ctx_.vocab_start, ctx_.vocab_start + Vl, 0, H, 0.02);
   };

@@ -73,11 +73,12 @@ struct MoeBlock<T>::State {
   MemoryCategory cat = MemoryCategory::Activations;
   T* out = nullptr;  // forward
   const T* dout = nullptr;  // backward
-  MoeGrads<T> g;
+  MoeGrads<T> g{};
   T* dx = nullptr;
   bool dispatched = false, combined_ready = false;
-  TrackedBuffer<T> logits, permuted, permuted_prob, expert_out, combined;  // forward
-  TrackedBuffer<T> d_rows, d_expert_out, d_expert_in, d_act, d_gate, d_up, act_u, d_prob, d_prob_rows, dlogits;  // backward
+  TrackedBuffer<T> logits{}, permuted{}, permuted_prob{}, expert_out{}, combined{};  // forward
+  TrackedBuffer<T> d_rows{}, d_expert_out{}, d_expert_in{}, d_act{}, d_gate{}, d_up{}, act_u{}, d_prob{}, d_prob_rows{},
+      dlogits{};  // backward
 
   long assignments() const { return rows * s.k; }
   long received() const { return saved.expert_in.size() / s.hidden; }
@@ -147,7 +148,7 @@ struct MoeBlock<T>::State {
 template <class T>
 MoeBlock<T>::MoeBlock(const ExecContext& ctx, long rows, const T* x, const MoeWeights<T>& w, T* out, MoeSaved<T>& saved,
                       MemoryCategory saved_category)
-    : st_(new State{ctx, shape_of(ctx), rows, x, w, saved}) {
+    : st_(new State{.ctx = ctx, .s = shape_of(ctx), .rows = rows, .x = x, .w = w, .saved = saved}) {
   st_->cat = saved_category;
   st_->out = out;
 }
@@ -155,7 +156,7 @@ MoeBlock<T>::MoeBlock(const ExecContext& ctx, long rows, const T* x, const MoeWe
 template <class T>
 MoeBlock<T>::MoeBlock(const ExecContext& ctx, long rows, const T* x, const T* dout, const MoeWeights<T>& w,
                       const MoeGrads<T>& g, MoeSaved<T>& saved, T* dx)
-    : st_(new State{ctx, shape_of(ctx), rows, x, w, saved}) {
+    : st_(new State{.ctx = ctx, .s = shape_of(ctx), .rows = rows, .x = x, .w = w, .saved = saved}) {
   st_->dout = dout;
   st_->g = g;
   st_->dx = dx;

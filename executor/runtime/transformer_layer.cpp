@@ -161,11 +161,11 @@ struct TransformerLayer<T>::Backward {
   const T* dout;
   T* dx;
   bool grads_acquired = false;
-  OpHandle mlp_residual, attn_residual;  // their adds run where the branches meet (after each norm)
+  OpHandle mlp_residual{}, attn_residual{};  // their adds run where the branches meet (after each norm)
   // dfull: the row-parallel GEMM's output gradient (gathered under SP); dinput: the column-parallel
   // GEMMs' input gradient before its TP reduction; dn: after it.
-  TrackedBuffer<T> dfull, dinput, dn, dh, dact, dgate, dup, full, dattn, dq, dk, dv, dpre_q, dpre_k;
-  std::optional<MoeBlock<T>> moe;
+  TrackedBuffer<T> dfull{}, dinput{}, dn{}, dh{}, dact{}, dgate{}, dup{}, full{}, dattn{}, dq{}, dk{}, dv{}, dpre_q{}, dpre_k{};
+  std::optional<MoeBlock<T>> moe{};
 };
 
 template <class T>
@@ -323,7 +323,7 @@ void TransformerLayer<T>::backward(const ExecContext& ctx, const T* dout, T* dx,
   // The backward's TP collectives, where the list has them (tp > 1): the exits' (SP: the output
   // gradient's all-gather; none without SP) and the entries' (SP: reduce-scatter; all-reduce
   // without SP). Without them the handlers copy (output_grad, input_grad).
-  Backward b{s, dout, dx};
+  Backward b{.s = s, .dout = dout, .dx = dx};
   OpCursor ops(*ctx.backend, list);
   run(ctx, ops, f, &b);
   s = LayerSaved<T>();
