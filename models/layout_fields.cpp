@@ -87,8 +87,11 @@ std::vector<LayoutField> make_fields() {
        nullptr, [](const Layout& l) { return to_string(l.recompute); }, nullptr,
        [](const Layout& l) {
          std::string s = "recompute=" + to_string(l.recompute);
-         if (l.recompute == Recompute::Selective && l.recompute_modules != 0)
-           s += "(" + recompute_modules_string(l.recompute_modules) + ")";
+         if (l.recompute == Recompute::Selective && l.recompute_modules != 0) {
+           s += '(';
+           s += recompute_modules_string(l.recompute_modules);
+           s += ')';
+         }
          if (l.block_recompute()) s += "(block " + show(l.recompute_num_layers) + ")";
          if (l.recompute == Recompute::Full && l.recompute_every > 0) s += "(every " + show(l.recompute_every) + ")";
          return s;

@@ -47,7 +47,9 @@ std::string moe_layer_pattern(const ModelSpec& m) {
   for (int i = 0; i < m.layers; ++i) {
     ++run;
     if (i + 1 == m.layers || m.is_moe_layer(i + 1) != m.is_moe_layer(i)) {
-      out += (out.empty() ? "" : "+") + std::string(m.is_moe_layer(i) ? "[1]*" : "[0]*") + std::to_string(run);
+      if (!out.empty()) out += '+';
+      out += m.is_moe_layer(i) ? "[1]*" : "[0]*";
+      out += std::to_string(run);
       run = 0;
     }
   }
@@ -139,7 +141,7 @@ std::string export_megatron(const Scenario& s) {
     flag("--num-experts", n(m.moe.num_experts));
     flag("--moe-router-topk", n(m.moe.top_k));
     flag("--moe-ffn-hidden-size", n(m.moe.expert_ffn));
-    if (m.moe.first_k_dense > 0 || m.moe.layer_frequency > 1) flag("--moe-layer-freq", "'" + moe_layer_pattern(m) + "'");
+    if (m.moe.first_k_dense > 0 || m.moe.layer_frequency > 1) flag("--moe-layer-freq", std::string("'") + moe_layer_pattern(m) + "'");
     if (m.moe.shared_experts > 0)
       flag("--moe-shared-expert-intermediate-size",
            n(Count(m.moe.shared_experts) * (m.moe.shared_expert_ffn > 0 ? m.moe.shared_expert_ffn : m.moe.expert_ffn)));
