@@ -1160,10 +1160,11 @@ Op collective_op(const char* name, Group g, Collective c, Bytes message, int siz
 std::string op_id(int stage, const char* part, const char* pass, size_t index, const char* name) {
   char at[16];
   std::snprintf(at, sizeof at, "%02zu", index);
-  std::string id = "s";  // appended, not "s" + ...: GCC 12 misreads the latter (-Wrestrict, its PR 105329)
-  for (const std::string& piece : {std::to_string(stage), std::string(part), std::string(pass), std::string(at)})
-    id += piece + ".";
-  return id + name;
+  // Appended, not "s" + ...: GCC 12 misreads that (a -Wrestrict false positive, its PR 105329).
+  std::string id = "s";
+  id += std::to_string(stage);
+  for (const char* piece : {part, pass, static_cast<const char*>(at), name}) (id += '.') += piece;
+  return id;
 }
 
 std::string to_string(OpClass c) {

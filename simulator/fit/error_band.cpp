@@ -67,26 +67,26 @@ std::optional<ErrorBand> expected_error(const std::vector<ResidualRun>& runs, Fr
       std::none_of(runs.begin(), runs.end(), [&](const ResidualRun& r) { return r.codebase == codebase; });
   const std::string fw = to_string(framework), fam = family(hardware);
   auto near_scale = [&](const ResidualRun& r) { return std::fabs(std::log2(double(r.gpus) / std::max(1, gpus))) <= 3.0; };
+  // The keys a level matches a run on (and names in its basis); from most to least alike, the
+  // first level with enough runs decides.
   struct Level {
     const char* what;
-    bool by_framework, by_gpu;  // the keys the level matches on, and names in its basis
-    bool (*keep)(const ResidualRun&, const std::string&, const std::string&, bool);
+    bool by_framework, by_gpu, by_scale;
   };
-  // From most to least alike; the first level with enough runs decides.
   const Level levels[] = {
-      {"same framework and GPU, GPU count within 8x", true, true,
-       [](const ResidualRun& r, const std::string& f, const std::string& g, bool near) { return r.framework == f && family(r.gpu) == g && near; }},
-      {"same framework and GPU", true, true,
-       [](const ResidualRun& r, const std::string& f, const std::string& g, bool) { return r.framework == f && family(r.gpu) == g; }},
-      {"same framework", true, false, [](const ResidualRun& r, const std::string& f, const std::string&, bool) { return r.framework == f; }},
-      {"same GPU", false, true, [](const ResidualRun& r, const std::string&, const std::string& g, bool) { return family(r.gpu) == g; }},
-      {"all measured runs", false, false, [](const ResidualRun&, const std::string&, const std::string&, bool) { return true; }},
+      {"same framework and GPU, GPU count within 8x", true, true, true},
+      {"same framework and GPU", true, true, false},
+      {"same framework", true, false, false},
+      {"same GPU", false, true, false},
+      {"all measured runs", false, false, false},
   };
   for (const Level& level : levels) {
     if (level.by_framework && unmeasured_codebase) continue;
     std::vector<double> errs;
     for (const ResidualRun& r : runs)
-      if (level.keep(r, fw, fam, near_scale(r))) errs.push_back(r.abs_error_pct);
+      if ((!level.by_framework || r.framework == fw) && (!level.by_gpu || family(r.gpu) == fam) &&
+          (!level.by_scale || near_scale(r)))
+        errs.push_back(r.abs_error_pct);
     if (int(errs.size()) < kMinRuns) continue;
     std::sort(errs.begin(), errs.end());
     // The error a new run will make is one more draw beside these n: it falls at or below the k-th
@@ -102,10 +102,10 @@ std::optional<ErrorBand> expected_error(const std::vector<ResidualRun>& runs, Fr
     band.runs = int(errs.size());
     // Only the keys the runs share with this one: "same framework (torchtitan, a100)" would say
     // A100 runs where the level took torchtitan's runs on any GPU.
+    std::string keys = level.by_framework ? fw : "";
+    if (level.by_gpu) keys += (keys.empty() ? "" : ", ") + fam;
     band.basis = level.what;
-    if (level.by_framework || level.by_gpu)
-      band.basis += " (" + (level.by_framework ? fw : std::string()) + (level.by_framework && level.by_gpu ? ", " : "") +
-                    (level.by_gpu ? fam : std::string()) + ")";
+    if (!keys.empty()) band.basis += " (" + keys + ")";
     if (unmeasured_codebase) band.basis += "; no measured " + codebase + " run";
     return band;
   }
