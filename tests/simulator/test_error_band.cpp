@@ -53,6 +53,8 @@ TEST_CASE("too few residuals give no band, a malformed bands file names its line
                        doctest::Contains("bands.yaml:2"), Error);
   CHECK_THROWS_WITH_AS(runs("  - {id: a, framework: megatron, gpu: h100-sxm-80g, gpus: 8, abs_error_pct: -1}\n"),
                        doctest::Contains("abs_error_pct"), Error);
+  CHECK_THROWS_WITH_AS(runs("  - {id: a, framework: megatron, codebase: [megatron-lm], gpu: h100-sxm-80g, gpus: 8, abs_error_pct: 3}\n"),
+                       doctest::Contains("bands.yaml:2: each run needs"), Error);
 }
 
 TEST_CASE("the built-in residuals load and cover the validation sets") {
