@@ -154,6 +154,18 @@ TEST_CASE("impossible layouts name the constraint, exit 2") {
   CHECK(contains(r.output, "ep*etp divides tp*cp*dp"));
 }
 
+TEST_CASE("--dp checks the derived data-parallel size, or without --gpus sets the GPU count") {
+  Result r = run_sixfold(kBase + "--dp 2 --tp 4 --json");
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(r.output);
+  CHECK(j["gpus"] == 8);
+  CHECK(j["layout"]["dp"] == 2);
+  CHECK(run_sixfold(kBase + "--gpus 8 --dp 2 --tp 4").code == 0);
+  r = run_sixfold(kBase + "--gpus 16 --dp 2 --tp 4");
+  CHECK(r.code == 2);
+  CHECK(contains(r.output, "--dp 2 disagrees with the layout: 16 GPUs / (tp 4 x pp 1 x cp 1) = dp 4"));
+}
+
 TEST_CASE("models and hardware list as JSON") {
   Result r = run_sixfold("models --json");
   REQUIRE(r.code == 0);

@@ -442,8 +442,12 @@ struct PlanCommand {
 Registrar reg("plan", "search every layout, recommend the fastest that fits, explain and export it", [](CLI::App& app) {
   auto cmd = std::make_shared<PlanCommand>();
   cmd->flags.add_to(app, false);
-  add_size(app, "--mem-budget", cmd->mem_budget,
-           "memory per GPU a layout may use, with a unit, e.g. 78GiB (default: capacity - 2 GiB)");
+  char budget_help[160];
+  std::snprintf(budget_help, sizeof budget_help,
+                "memory per GPU a layout may use, with a unit, e.g. 78GiB (default: capacity / %.3f, room for "
+                "the memory model's measured error; README)",
+                1 + kMemoryUnderPredictionMargin);
+  add_size(app, "--mem-budget", cmd->mem_budget, budget_help);
   add_count(app, "--threads", cmd->threads, 1, limits::kThreads, "search threads (default: all hardware threads)");
   add_count(app, "--refine", cmd->refine, 0, 1000,
             "re-price the analytical top K with the step simulator and re-rank them (default 8; 0: off)");

@@ -73,6 +73,12 @@ void ScenarioFlags::add_to(CLI::App& app, bool with_layout) {
                  "megatron | deepspeed | deepspeed-legacy | torchtitan: whose loss, ZeRO-3 gathers and overlap to price (default megatron)");
   if (!with_layout) return;
   app.add_option("--plan", plan, "a plan file written by `sixfold plan --export`");
+  // Megatron-LM derives the data-parallel size from the world size; torchtitan users state theirs
+  // (data_parallel_shard_degree x data_parallel_replicate_degree). Both are served: --dp is checked
+  // against gpus / (tp x pp x cp), or gives the GPU count when --gpus is absent.
+  add_count(app, "--dp", dp, 1, limits::kGpus,
+            "data-parallel size, a check: sixfold derives it as GPUs / (tp x pp x cp), as Megatron-LM does "
+            "(without --gpus it sets the GPU count: dp x tp x pp x cp)");
   // One option per layout field with a flag (models/layout_fields.hpp): checked as it is read,
   // applied in resolve.
   for (const LayoutField& f : layout_fields()) {
@@ -220,17 +226,22 @@ Scenario ScenarioFlags::resolve(bool with_layout) const {
   // Degrees are at most kGpus each: their product fits in 64 bits.
   const long long model_parallel = l.model_parallel();
   if (gpus) s.gpus = *gpus;
-  else if (!have_base) {
-    if (model_parallel > limits::kGpus)
-      throw UsageError("--tp x --pp x --cp = " + std::to_string(model_parallel) + " is above " +
-                       std::to_string(limits::kGpus) + " GPUs");
-    s.gpus = int(model_parallel);
+  else if (dp || !have_base) {
+    const long long world = model_parallel * (dp ? *dp : 1);  // each factor at most kGpus: fits in 64 bits
+    if (world > limits::kGpus)
+      throw UsageError(std::string(dp ? "--dp x " : "") + "--tp x --pp x --cp = " + std::to_string(world) +
+                       " is above " + std::to_string(limits::kGpus) + " GPUs");
+    s.gpus = int(world);
   }
   try {
     l.dp = dp_for_gpus(l, s.gpus);
   } catch (const LayoutError& e) {
     throw LayoutError(e.constraint(), e.detail() + " (--gpus)" + origin(), e.subject());
   }
+  if (dp && l.dp != *dp)
+    throw UsageError("--dp " + std::to_string(*dp) + " disagrees with the layout: " + std::to_string(s.gpus) +
+                     " GPUs / (tp " + std::to_string(l.tp) + " x pp " + std::to_string(l.pp) + " x cp " +
+                     std::to_string(l.cp) + ") = dp " + std::to_string(l.dp) + (gpus ? "" : origin()));
   if (global_batch) s.work.global_batch = *global_batch;
   else if (!have_base) {
     const long long batch = Count(l.dp) * l.micro_batch * l.pp;  // each below 2^24: no overflow

@@ -16,6 +16,8 @@ struct ScenarioFlags {
       float8_recipe;
   std::optional<BytesPerSec> network_bandwidth, intra_node_bandwidth;
   std::optional<int> gpus, gpus_per_node, nvlink_domain, mtp_layers, train_metric_passes;
+  // --dp: a check of the derived data-parallel size (or, without --gpus, what sets the GPU count).
+  std::optional<int> dp;
   std::optional<long long> seq, global_batch;
   bool no_sp = false, no_overlap_p2p = false, overlap_moe_ep = false, deepep = false, no_flash_attention = false, fp8_activation_input_store = false, compile = false,
        fsdp_float8_all_gather = false, grad_reduce_in_bf16 = false;
