@@ -85,7 +85,10 @@ const Codebase kCodebases[] = {
                       "format instead of FP32 to track the first and second moments in the AdamW optimizer'; 'we "
                       "cache the inputs of the SwiGLU operator and recompute its output in the backward pass. These "
                       "activations are also stored in FP8'"},
-    {"other", Framework::Megatron, false, false, "no codebase stated: Megatron-Core's behaviour, the common reference"},
+    // With ZeRO-3 an unnamed codebase is PyTorch FSDP (run_settings): Megatron-LM shards parameters
+    // only since 2024-11 (--use-torch-fsdp2, which is PyTorch's FSDP2; its own FSDP since 2025-02).
+    {"other", Framework::Megatron, false, false,
+     "no codebase stated: Megatron-Core's behaviour, the common reference; with ZeRO-3, PyTorch FSDP's"},
 };
 
 enum class Setting {
@@ -182,6 +185,9 @@ const DatedDefault kDatedDefaults[] = {
     {"*", 0, 0, Setting::CompiledLoss, true, 1, 3,
      "torchtitan compiles the loss with the blocks: components/loss.py build_cross_entropy_loss since commit "
      "bbb1b616e (2025-04-02); job_config.py Compile.components defaults to model and loss"},
+    {"other", 0, 0, Setting::CompiledLoss, false, 1, 3,
+     "an unnamed PyTorch FSDP codebase compiles its model (torch.compile(model)) and computes the loss outside it, "
+     "eager: fms-fsdp's train_utils.py (2024-05) calls CrossEntropyLoss on the compiled model's output"},
     {"torchtitan", 0, 202504, Setting::CompiledLoss, false, 1, 3,
      "before bbb1b616e torchtitan compiled the blocks only: train.py (9dec370, 2024-12) 'TODO: compiling loss "
      "function causes CUDA errors, turning off for now'"},
@@ -335,9 +341,10 @@ RunFacts parse_run_facts(const std::string& framework, const std::string& framew
   if (f.grad_reduce_in_bf16.value_or(false) && f.codebase != "megatron-lm")
     throw Error("column 'grad_reduce_dtype': value 'bf16' with framework '" + f.codebase +
                 "': it is Megatron-LM's --grad-reduce-in-bf16 (fp32 or empty for other codebases)");
-  if (f.compile.value_or(false) && f.codebase != "torchtitan")
+  if (f.compile.value_or(false) && f.codebase != "torchtitan" && f.codebase != "other")
     throw Error("column 'compile': value '1' with framework '" + f.codebase +
-                "': torch.compile is modelled as torchtitan's training.compile (0 or empty for other codebases)");
+                "': torch.compile is modelled as torchtitan's training.compile, and PyTorch FSDP's under framework "
+                "'other' with zero 3 (0 or empty for other codebases)");
   return f;
 }
 
@@ -357,6 +364,11 @@ RunSettings run_settings(const RunFacts& f, int pp, int zero) {
     s.bf16_adam_moments = c.bf16_adam_moments;
     s.fp8_swiglu_input = c.fp8_swiglu_input;
   }
+  // Parameter sharding in a codebase the row does not name is PyTorch FSDP, the implementation of
+  // ZeRO-3 that FSDP codebases share (fms-fsdp, OLMo, Composer, Accelerate): FSDP's traits, eager
+  // (torch.compile off, PyTorch's default) unless the `compile` column says otherwise. Megatron-LM
+  // had no parameter sharding before 2024-11 (e1993fa6f7, --use-torch-fsdp2: PyTorch's FSDP2).
+  if (f.codebase == "other" && zero == 3) s.framework = Framework::Torchtitan;
   if (today == AttentionKernel::Default) today = framework_traits(s.framework).attention_kernel;
   // A kernel the row names is what ran; otherwise the codebase's at its date.
   s.attention_kernel = f.attention_kernel.value_or(dated_kernel(f, today));

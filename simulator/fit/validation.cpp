@@ -91,6 +91,10 @@ void check_cells(const CsvTable& t) {
     // not a row to skip. Their messages name the column and value already.
     try {
       const RunFacts facts = row_facts(t, r);
+      if (facts.compile.value_or(false) && facts.codebase == "other" && t.field(r, "zero") != "3")
+        throw Error("column 'compile': value '1' with framework 'other' (or empty) and zero '" +
+                    t.field(r, "zero") + "': under framework 'other' torch.compile is priced for PyTorch FSDP (zero 3) "
+                    "only (0 or empty otherwise)");
       if (facts.fsdp_float8_all_gather.value_or(false) && t.field(r, "dtype") != "fp8")
         throw Error("column 'fsdp_float8_all_gather': value '1' with dtype '" + t.field(r, "dtype") +
                     "': the float8 all-gather gathers fp8 training's weights (0 or empty otherwise)");

@@ -841,7 +841,8 @@ TEST_CASE("--cross-entropy and --train-metric-passes: priced, named in --json, b
 
 TEST_CASE("the out-of-source spot checks in bench/spot_checks load and every row is scored") {
   for (const char* file : {"bench/spot_checks/llm_foundry_mpt.csv", "bench/spot_checks/megatron_2021_table1.csv",
-                           "bench/spot_checks/llama3_405b_table4.csv", "bench/spot_checks/dgxc_benchmarking.csv"}) {
+                           "bench/spot_checks/llama3_405b_table4.csv", "bench/spot_checks/dgxc_benchmarking.csv",
+                           "bench/spot_checks/fms_fsdp.csv"}) {
     Result r = run_sixfold(std::string("validate ") + SIXFOLD_SOURCE_DIR + "/" + file + " --json");
     CAPTURE(file);
     REQUIRE(r.code == 0);

@@ -146,3 +146,21 @@ TEST_CASE("validate: a compiled torchtitan row is priced compiled, an unstated c
   CHECK(filled(rep.rows[2]) == "compile=on");
   CHECK(filled(none.rows[0]) == "compile=on");
 }
+
+TEST_CASE("validate: compile under framework other is PyTorch FSDP's, so a row without ZeRO-3 that says 1 is the file's error") {
+  const std::string header =
+      "id,source,layers,hidden,ffn,heads,kv_heads,vocab,seq,experts,topk,moe_ffn,gpu,gpus,gpus_per_node,dp,tp,pp,vpp,"
+      "cp,ep,sp,zero,micro_batch,global_batch,recompute,dtype,tflops_hw,tflops_model,mfu_pct,tokens_per_gpu_s,iter_s,"
+      "peak_mem_gib,framework,framework_date,attention,dp_overlap,tp_overlap,compile\n";
+  auto row = [](const char* zero, const char* compile) {
+    return std::string("R,a,32,4096,11008,32,32,32000,4096,,,,a100-sxm-80g,16,8,16,1,1,1,1,1,0,") + zero +
+           ",2,32,none,bf16,,,,3000,,,other,2024-05,flash,1,," + compile + "\n";
+  };
+  const ValidationReport ok = validate_runs(parse_csv(header + row("3", "1"), "ok.csv"), {});
+  REQUIRE(ok.rows.size() == 1);
+  CHECK(ok.rows[0].scored);
+  CHECK(ok.rows[0].scenario.work.framework == Framework::Torchtitan);
+  CHECK(ok.rows[0].scenario.work.compile);
+  CHECK_THROWS_WITH_AS(validate_runs(parse_csv(header + row("1", "1"), "bad.csv"), {}),
+                       doctest::Contains("bad.csv:2: column 'compile': value '1' with framework 'other'"), Error);
+}

@@ -46,6 +46,27 @@ TEST_CASE("framework names parse, and an unknown one lists the allowed names") {
   CHECK_THROWS_WITH_AS(parse_framework("jax"), doctest::Contains("allowed: megatron, deepspeed, deepspeed-legacy, torchtitan"), UsageError);
 }
 
+TEST_CASE("a row of no named codebase shards parameters with PyTorch FSDP, eager unless stated, and runs Megatron's way otherwise") {
+  for (const char* unnamed : {"", "other", "unknown"}) {
+    CAPTURE(unnamed);
+    const RunSettings fsdp = run_settings(parse_run_facts(unnamed, "2024-03", "flash", "1", ""), 1, 3);
+    CHECK(fsdp.framework == Framework::Torchtitan);
+    CHECK_FALSE(fsdp.compile);
+    CHECK_FALSE(fsdp.filled_compile);  // PyTorch's default, not torchtitan's published benchmarks'
+    CHECK(fsdp.attention_kernel == framework_traits(Framework::Torchtitan).attention_kernel);
+    for (int zero : {0, 1, 2})
+      CHECK(run_settings(parse_run_facts(unnamed, "2024-03", "flash", "1", ""), 1, zero).framework ==
+            Framework::Megatron);
+  }
+  // The compile column says when it ran compiled; the eager loss stays (fms-fsdp computes it outside
+  // the compiled model).
+  const RunSettings compiled = run_settings(parse_run_facts("other", "2024-05", "flash", "1", "", "1"), 1, 3);
+  CHECK(compiled.compile);
+  CHECK(compiled.cross_entropy == CrossEntropy::TorchFp32);
+  // Named codebases keep their own code path: Megatron-LM with ZeRO-3 (its FSDP) is Megatron.
+  CHECK(run_settings(parse_run_facts("megatron-lm", "2025-06", "flash", "1", ""), 1, 3).framework == Framework::Megatron);
+}
+
 TEST_CASE("unfused cross-entropy holds two more fp32 gradients of the logits than Megatron's fused loss") {
   const ModelSpec m = load_model("llama3-8b");
   const HardwareProfile hw = load_hardware("h100-sxm-80g");
