@@ -208,6 +208,16 @@ void validate_layout(const ModelSpec& m, const Layout& l, const Workload& w, int
        "pp=" + s(l.pp) + " with zero=" + s(l.zero) + " (ZeRO-2 and ZeRO-3 are incompatible with its pipeline)");
   need(!deepspeed || l.pp == 1 || l.schedule == Schedule::OneFOneB, "DeepSpeed's pipeline engine runs 1F1B only",
        "schedule " + to_string(l.schedule) + " with pp=" + s(l.pp));
+  need(l.dp_shard >= 0 && (l.dp_shard == 0 || l.dp % l.dp_shard == 0), "dp_shard divides dp",
+       "dp_shard=" + s(l.dp_shard) + ", dp=" + s(l.dp));
+  if (l.shard_dp() < l.dp) {
+    need(hybrid_sharding_allows(w.framework, l.zero), "hybrid sharding as the framework runs it",
+         "dp_shard=" + s(l.dp_shard) + " with zero=" + s(l.zero) + " and framework " + to_string(w.framework) +
+             " (torchtitan and DeepSpeed (MiCS) shard parameters so: zero 3; Megatron its distributed optimizer: "
+             "zero 1)");
+    need(!m.moe.enabled(), "hybrid sharding is priced for dense models",
+         "dp_shard=" + s(l.dp_shard) + " with " + s(m.moe.num_experts) + " experts");
+  }
   need(pipeline_allows_dp_overlap(w.framework, l.pp, l.dp * l.cp > 1, l.dp_overlap),
        "DeepSpeed's pipeline engine reduces gradients after the last backward (dp-overlap none)",
        "dp-overlap " + to_string(l.dp_overlap) + " with pp=" + s(l.pp) + " and dp=" + s(l.dp));
@@ -348,6 +358,19 @@ bool pipeline_allows_zero(Framework framework, int pp, int zero) {
   return pp <= 1 || zero <= 1 || !runs_deepspeed_engine(framework);
 }
 
+bool hybrid_sharding_allows(Framework framework, int zero) {
+  switch (framework) {
+    // FSDP2 on a 2-D mesh (torchtitan's dp_replicate x dp_shard, parallelize_llama.py apply_fsdp).
+    case Framework::Torchtitan: return zero == 3;
+    // --num-distributed-optimizer-instances (megatron/core/distributed, DistributedDataParallelConfig).
+    case Framework::Megatron: return zero == 1;
+    // MiCS (deepspeed/runtime/zero/mics.py, mics_shard_size), a ZeRO-3 variant.
+    case Framework::DeepSpeed: return zero == 3;
+    case Framework::DeepSpeedLegacy: return false;
+  }
+  return false;
+}
+
 bool pipeline_allows_dp_overlap(Framework framework, int pp, bool data_parallel, DpOverlap overlap) {
   return !runs_deepspeed_engine(framework) || pp <= 1 || !data_parallel || overlap == DpOverlap::None;
 }
@@ -453,7 +476,10 @@ std::vector<unsigned> selective_module_ladder(const ModelSpec& model) {
 std::string recompute_modules_string(unsigned modules) {
   std::string out;
   for (const auto& [name, value] : kModules)
-    if (modules & value) out += (out.empty() ? "" : ",") + std::string(name);
+    if (modules & value) {
+      if (!out.empty()) out += ',';
+      out += name;
+    }
   return out;
 }
 

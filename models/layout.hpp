@@ -185,6 +185,12 @@ struct Layout {
   int etp = 1;        // expert tensor parallel size (Megatron-Core); ep*etp divides tp*cp*dp
   bool sp = false;    // Megatron sequence parallelism (needs tp > 1)
   int zero = 0;       // 0 DDP, 1 optimizer states, 2 + gradients, 3 + parameters sharded over dp (x cp)
+  // Hybrid sharding: the data-parallel ranks one ZeRO shard spans (x cp), the rest of dp holding
+  // replicas of it (PyTorch FSDP's HYBRID_SHARD / HSDP, torchtitan's data_parallel_shard_degree with
+  // data_parallel_replicate_degree = dp / dp_shard, Megatron's --num-distributed-optimizer-instances
+  // = dp / dp_shard, DeepSpeed's MiCS mics_shard_size). Gradients reduce-scatter within a shard
+  // group, then all-reduce across the replicas of each shard. 0: the whole of dp (no replicas).
+  int dp_shard = 0;
   Count micro_batch = 1;
   Recompute recompute = Recompute::None;
   unsigned recompute_modules = 0;  // selective recompute's modules; 0: core attention (Megatron's default)
@@ -223,6 +229,9 @@ struct Layout {
   // layers, embedding, MTP layers and loss of every virtual stage, any split at all; "": none.
   std::string pipeline_layout;
 
+  // The data-parallel ranks a ZeRO shard spans, and how many replicas of it dp holds.
+  int shard_dp() const { return dp_shard > 0 && dp_shard < dp ? dp_shard : dp; }
+  int shard_replicas() const { return dp / shard_dp(); }
   int gpus() const { return dp * tp * pp * cp; }
   Count model_parallel() const { return Count(tp) * pp * cp; }  // GPUs of one data-parallel replica
   int virtual_stages() const { return schedule == Schedule::Interleaved ? vpp : 1; }
@@ -355,6 +364,8 @@ std::string to_string(DpOverlap o);
 // DeepSpeed's engine, current or before mid-2021 (deepspeed, deepspeed-legacy).
 bool runs_deepspeed_engine(Framework framework);
 bool pipeline_allows_zero(Framework framework, int pp, int zero);
+// Whether the framework shards this ZeRO stage over part of dp with replicas (Layout::dp_shard).
+bool hybrid_sharding_allows(Framework framework, int zero);
 // DeepSpeed's pipeline engine reduces gradients in its own instruction after the last backward
 // (pipe/engine.py _exec_reduce_grads; the engine's backward all-reduce is off under it): with data
 // parallelism a DeepSpeed pipeline has no overlap to choose.

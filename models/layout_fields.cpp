@@ -78,6 +78,15 @@ std::vector<LayoutField> make_fields() {
        [](const Layout& l) { return double(l.zero); }, [](const Layout& l) { return show(l.zero); }, nullptr,
        [](const Layout& l) { return "zero=" + show(l.zero); }, "--zero",
        "ZeRO stage 0-3 (0: plain DDP; 1: distributed optimizer)"},
+      {"dp_shard", nullptr, nullptr, FieldType::Count, 0, kG, nullptr,
+       [](Layout& l, const std::string& t, const std::string& w) { l.dp_shard = int(parse_count(t, w, 0, kG)); },
+       [](const Layout& l) { return double(l.shard_dp()); }, [](const Layout& l) { return show(l.shard_dp()); },
+       [](const Layout& l) { return l.shard_dp() == l.dp; },
+       [](const Layout& l) { return l.shard_dp() < l.dp ? "dp-shard=" + show(l.shard_dp()) : std::string(); },
+       "--dp-shard",
+       "hybrid sharding: data-parallel ranks one ZeRO shard spans, the rest of dp replicating it (FSDP's HSDP, "
+       "torchtitan's data_parallel_shard_degree, Megatron's dp / --num-distributed-optimizer-instances, DeepSpeed's "
+       "mics_shard_size; default: all of dp)"},
       {"micro_batch", nullptr, "mbs", FieldType::Count, 1, limits::kGlobalBatch, nullptr,
        [](Layout& l, const std::string& t, const std::string& w) { l.micro_batch = parse_count(t, w, 1, limits::kGlobalBatch); },
        [](const Layout& l) { return double(l.micro_batch); }, [](const Layout& l) { return show(l.micro_batch); }, nullptr,

@@ -1193,6 +1193,7 @@ std::string to_string(Group g) {
     case Group::EP: return "ep";
     case Group::ExpertTensor: return "etp";
     case Group::ExpertData: return "edp";
+    case Group::DPReplica: return "dp-replica";
   }
   return "?";
 }

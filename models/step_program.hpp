@@ -20,7 +20,10 @@ enum class OpKind { Gemm, Attention, Memory, Collective, PointToPoint };
 
 // Parallel groups a collective can run in. ExpertData is the data-parallel group of expert
 // weights (size tp*cp*dp / (ep*etp)); ExpertTensor is etp.
-enum class Group { None, TP, CP, DP, PP, EP, ExpertTensor, ExpertData };
+// DP: the dense gradient group, dp x cp, or under hybrid sharding a shard group (dp_shard x cp);
+// DPReplica: the replicas of one shard (Layout::dp_shard), across which its gradients all-reduce.
+enum class Group { None, TP, CP, DP, PP, EP, ExpertTensor, ExpertData, DPReplica };
+inline constexpr int kGroupCount = static_cast<int>(Group::DPReplica) + 1;
 enum class Collective { None, AllReduce, AllGather, ReduceScatter, AllToAll, RingExchange, SendRecv };
 
 // A coarse class for reports: the executor reports measured time by the same classes.

@@ -182,6 +182,8 @@ std::string export_megatron(const Scenario& s) {
   if (l.tp_overlap) flag("--tp-comm-overlap");
   if (l.zero == 1) {
     flag("--use-distributed-optimizer");
+    // Hybrid sharding: the optimizer state sharded over dp_shard ranks, replicated dp / dp_shard times.
+    if (l.shard_replicas() > 1) flag("--num-distributed-optimizer-instances", n(l.shard_replicas()));
     if (l.dp_overlap == DpOverlap::Bucketed) flag("--overlap-param-gather");
   }
   if (l.zero >= 2) {
@@ -292,6 +294,12 @@ std::string export_deepspeed(const Scenario& s) {
     z["stage3_prefetch_bucket_size"] = static_cast<long long>(kDeepSpeedPrefetchBucket);
     z["stage3_max_live_parameters"] = static_cast<long long>(kDeepSpeedMaxLiveParameters);
     z["stage3_param_persistence_threshold"] = static_cast<long long>(kDeepSpeedPersistenceThreshold);
+    // Hybrid sharding is DeepSpeed's MiCS: ZeRO-3 within groups of mics_shard_size ranks,
+    // gradients all-reduced across the groups (runtime/zero/mics.py).
+    if (l.shard_replicas() > 1) {
+      z["mics_shard_size"] = l.shard_dp() * l.cp;
+      z["mics_hierarchical_params_gather"] = false;
+    }
   }
   j["zero_optimization"] = z;
   if (l.recompute == Recompute::Full)
@@ -348,8 +356,9 @@ std::string export_torchtitan(const Scenario& s) {
   // quantize.linear.float8); the output head stays in bf16 as in torchtitan's own configs.
   if (s.work.dtype == Dtype::FP8) o << "converters = [\"quantize.linear.float8\"]\n";
   o << "\n[parallelism]\n";
-  o << "data_parallel_replicate_degree = " << (l.zero == 3 ? 1 : l.dp) << "\n";
-  o << "data_parallel_shard_degree = " << (l.zero == 3 ? l.dp : 1) << "\n";
+  // FSDP2 shards over dp_shard and replicates the rest (HSDP); DDP replicates all of dp.
+  o << "data_parallel_replicate_degree = " << (l.zero == 3 ? l.shard_replicas() : l.dp) << "\n";
+  o << "data_parallel_shard_degree = " << (l.zero == 3 ? l.shard_dp() : 1) << "\n";
   o << "tensor_parallel_degree = " << l.tp << "\n";
   o << "pipeline_parallel_degree = " << l.pp << "\n";
   if (l.pp > 1) {

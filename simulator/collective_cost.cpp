@@ -16,6 +16,8 @@ GroupPlacement place_group(Group g, const Layout& l, int scale_up_gpus) {
     case Group::TP: stride = mesh_stride(l, MeshAxis::TP); size = l.tp; break;
     case Group::CP: stride = mesh_stride(l, MeshAxis::CP); size = l.cp; break;
     case Group::DP: stride = mesh_stride(l, MeshAxis::DP); size = l.dp; break;
+    // The replicas of one hybrid shard: one rank of each shard group, a tp*cp*dp_shard block apart.
+    case Group::DPReplica: stride = mesh_stride(l, MeshAxis::DP) * l.shard_dp(); size = l.shard_replicas(); break;
     case Group::PP: stride = mesh_stride(l, MeshAxis::PP); size = 2; break;  // a send/recv pair
     case Group::ExpertTensor: stride = expert_stride(l, ExpertAxis::ETP); size = l.etp; break;
     case Group::EP: stride = expert_stride(l, ExpertAxis::EP); size = l.ep; break;
@@ -33,8 +35,9 @@ GroupPlacement place_group(Group g, const Layout& l, int scale_up_gpus) {
 
 GroupPlacement place_gradient_group(const Layout& l, int scale_up_gpus) {
   GroupPlacement p;
-  p.size = l.dp * l.cp;
-  p.crosses_nodes = p.size > 1 && mesh_stride(l, MeshAxis::PP) > scale_up_gpus;  // the tp*cp*dp block
+  // dp x cp, or under hybrid sharding one shard group: dp_shard x cp, a tp*cp*dp_shard block.
+  p.size = l.shard_dp() * l.cp;
+  p.crosses_nodes = p.size > 1 && mesh_stride(l, MeshAxis::DP) * l.shard_dp() > scale_up_gpus;
   p.ranks_per_node = std::max(1, std::min(p.size, scale_up_gpus / std::max(1, l.tp)));
   return p;
 }

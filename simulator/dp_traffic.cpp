@@ -16,6 +16,10 @@ DpOps dp_ops(const ModelSpec& model, const Workload& work, const Layout& l, cons
   // group sizes; where they sit on nodes matters only to the price, dp_op_time).
   const int dense_group_size = place_gradient_group(l, 1).size;
   const int expert_group_size = place_group(Group::ExpertData, l, 1).size;
+  // Hybrid sharding: each shard's gradient, reduce-scattered within its shard group, is then
+  // all-reduced across the shard's replicas (FSDP's HYBRID_SHARD, Megatron's distributed-optimizer
+  // instances, DeepSpeed's MiCS).
+  const int replicas = l.shard_replicas();
   // DeepSpeed's BF16_Optimizer all-reduces its fp32 gradients, ZeRO-1 partition or not
   // (bf16_optimizer_runs; pipe/engine.py _bf16_reduce_grads).
   const bool bf16_optimizer = bf16_optimizer_runs(work, l);
@@ -36,7 +40,7 @@ DpOps dp_ops(const ModelSpec& model, const Workload& work, const Layout& l, cons
   const Count m = micro_batches;
 
   DpOps d;
-  d.ops.reserve(7);  // two of each collective kind and the optimizer: one allocation
+  d.ops.reserve(8);  // two of each collective kind, the replicas' reduction and the optimizer: one allocation
   if (l.zero == 3) {
     // FSDP reduce-scatters per layer, DeepSpeed per reduce bucket; gathers are per layer (FSDP
     // flat parameters) or per parameter tensor (DeepSpeed).
@@ -86,6 +90,13 @@ DpOps dp_ops(const ModelSpec& model, const Workload& work, const Layout& l, cons
   const Count passes = d.reduce_every_micro_batch ? m : 1;
   add("grad_reduce", "expert_grad_reduce", DpRole::Reduction, grad_op, dense_grads, expert_grads, d.reductions,
       passes * d.reductions);
+  if (replicas > 1 && dense_grads > 0) {
+    DpOp o{collective_op("grad_replica_reduce", Group::DPReplica, Collective::AllReduce,
+                         dense_grads / double(dense_group_size) / d.reductions, replicas),
+           DpRole::Reduction, false, passes * d.reductions};
+    o.op.backward = true;
+    d.ops.push_back(o);
+  }
   if (l.zero == 1 || l.zero == 2)
     add("param_gather", "expert_param_gather", DpRole::ParamGather, Collective::AllGather, dense_gathered, expert_weights, 1, 1);
   if (l.zero == 3)
@@ -94,7 +105,8 @@ DpOps dp_ops(const ModelSpec& model, const Workload& work, const Layout& l, cons
   // AdamW over this rank's shard: reads the master weights (the weights in fp32 training), the
   // gradient and both moments, writes the master, the moments and the low-precision copy
   // (28-30 bytes per parameter with fp32 moments).
-  const Count shard = l.zero >= 1 || bf16_optimizer ? Count(l.dp) * l.cp : 1;  // BF16_Optimizer partitions at stage 0 too
+  // BF16_Optimizer partitions at stage 0 too; a hybrid shard spans dp_shard x cp.
+  const Count shard = l.zero >= 1 || bf16_optimizer ? Count(l.shard_dp()) * l.cp : 1;
   const double params = double(st.dense_params + st.expert_params) / double(shard);
   const Bytes master = sb.master > 0 ? sb.master : sb.weight;
   Op step;
@@ -118,16 +130,27 @@ Seconds list_collective_extra(const DpOp& o, const HardwareProfile& hw) {
 }
 
 namespace {
-// dense, expert: where the dense gradient group and the expert-data group sit.
-Seconds op_time(const DpOp& o, const GroupPlacement& dense, const GroupPlacement& expert, const HardwareProfile& hw) {
+// Where the dense gradient (or shard) group, a shard's replicas and the expert-data group sit.
+struct DpPlacements {
+  GroupPlacement dense, replicas, expert;
+  DpPlacements(const Layout& l, int scale_up_gpus)
+      : dense(place_gradient_group(l, scale_up_gpus)),
+        replicas(place_group(Group::DPReplica, l, scale_up_gpus)),
+        expert(place_group(Group::ExpertData, l, scale_up_gpus)) {}
+  const GroupPlacement& of(const DpOp& o) const {
+    return o.expert ? expert : o.op.group == Group::DPReplica ? replicas : dense;
+  }
+};
+
+Seconds op_time(const DpOp& o, const DpPlacements& where, const HardwareProfile& hw) {
   if (o.role == DpRole::Optimizer)
     return o.op.bytes / (hw.memory_bandwidth * hw.memory_efficiency) + 10 * hw.kernel_overhead + hw.step_overhead;
-  return collective_time(o.op.collective, o.op.message, o.expert ? expert : dense, hw) + list_collective_extra(o, hw);
+  return collective_time(o.op.collective, o.op.message, where.of(o), hw) + list_collective_extra(o, hw);
 }
 }  // namespace
 
 Seconds dp_op_time(const DpOp& o, const Layout& l, const HardwareProfile& hw) {
-  return op_time(o, place_gradient_group(l, hw.scale_up_gpus()), place_group(Group::ExpertData, l, hw.scale_up_gpus()), hw);
+  return op_time(o, DpPlacements(l, hw.scale_up_gpus()), hw);
 }
 
 DpTraffic dp_traffic(const ModelSpec& model, const HardwareProfile& hw, const Workload& work, const Layout& l,
@@ -136,11 +159,10 @@ DpTraffic dp_traffic(const ModelSpec& model, const HardwareProfile& hw, const Wo
   const DpOps d = dp_ops(model, work, l, st, 1);
   DpTraffic t;
   static_cast<DpSchedule&>(t) = d;
-  const GroupPlacement dense = place_gradient_group(l, hw.scale_up_gpus());
-  const GroupPlacement expert = place_group(Group::ExpertData, l, hw.scale_up_gpus());
+  const DpPlacements where(l, hw.scale_up_gpus());
   Seconds gather_one = 0;  // one gather of each group
   for (const DpOp& o : d.ops) {
-    const Seconds one = op_time(o, dense, expert, hw);
+    const Seconds one = op_time(o, where, hw);
     switch (o.role) {
       case DpRole::Reduction: {
         t.reduction += one;
@@ -148,7 +170,7 @@ DpTraffic dp_traffic(const ModelSpec& model, const HardwareProfile& hw, const Wo
         // schedules for every ZeRO stage without overlap).
         DpOp whole = o;
         whole.op.message *= d.reductions;
-        t.full_reduction += op_time(whole, dense, expert, hw);
+        t.full_reduction += op_time(whole, where, hw);
         break;
       }
       case DpRole::ParamGather: t.param_gather += one; break;
@@ -178,7 +200,8 @@ std::vector<DpTraffic> dp_traffic_by_stage(const ModelSpec& model, const Hardwar
 }
 
 bool same_dp_traffic(const Layout& a, const Layout& b) {
-  return a.dp == b.dp && a.tp == b.tp && a.cp == b.cp && a.pp == b.pp && a.ep == b.ep && a.etp == b.etp &&
+  return a.dp == b.dp && a.shard_dp() == b.shard_dp() && a.tp == b.tp && a.cp == b.cp && a.pp == b.pp &&
+         a.ep == b.ep && a.etp == b.etp &&
          a.zero == b.zero && a.dp_overlap == b.dp_overlap && a.bucket_bytes == b.bucket_bytes &&
          (a.recompute == Recompute::Full) == (b.recompute == Recompute::Full);
 }

@@ -17,7 +17,9 @@ enum class DpRole { Reduction, ParamGather, Zero3Gather, Optimizer };
 struct DpOp {
   Op op;                      // a collective (message: one collective's bytes) or the optimizer (memory: its traffic)
   DpRole role = DpRole::Reduction;
-  bool expert = false;        // over the expert-data group (else the dense gradient group, dp x cp)
+  // Over the expert-data group; else over op.group: the dense gradient group (dp x cp, a hybrid
+  // shard group dp_shard x cp) or, for the replicas' all-reduce of hybrid sharding, DPReplica.
+  bool expert = false;
   Count per_step = 0;         // how many run in one step
   bool list_collective = false;  // through PyTorch's list form: a copy per rank (zero3_list_collectives)
 };

@@ -69,7 +69,8 @@ FrameworkStageMemory framework_stage_memory(const ModelSpec& model, const Worklo
                                             const StepProgram& prog, const StageProgram& st) {
   const StateBytes sb = state_bytes(work);
   const FrameworkTraits traits = framework_traits(work.framework);
-  const Count dense_shard = Count(l.dp) * l.cp;  // ZeRO and the distributed optimizer shard over dp x cp
+  // ZeRO and the distributed optimizer shard over dp x cp (a hybrid shard group: dp_shard x cp).
+  const Count dense_shard = Count(l.shard_dp()) * l.cp;
   const Count expert_shard = std::max(1, l.tp * l.cp * l.dp / (l.ep * l.etp));
   auto held = [&](Count params, Count shard, bool sharded) { return sharded ? ceil_div(params, shard) : params; };
   // Bytes of a per-parameter state, sharded from ZeRO stage `min_stage` on (shards padded to equal size).

@@ -13,7 +13,7 @@ OpPricer::OpPricer(const HardwareProfile& hw, const Layout& layout, Dtype dtype,
   gemm_out_bytes_ = dtype == Dtype::FP8 ? 2.0 : gemm_in_bytes_;  // fp8 GEMMs write bf16
   // Attention kernels run in bf16/fp16 even in fp8 training (TransformerEngine default).
   attention_peak_ = dtype == Dtype::FP8 ? hw.peak(Dtype::BF16) : gemm_peak_;
-  for (int g = 0; g < 8; ++g) placements_[g] = place_group(static_cast<Group>(g), layout, hw.scale_up_gpus());
+  for (int g = 0; g < kGroupCount; ++g) placements_[g] = place_group(static_cast<Group>(g), layout, hw.scale_up_gpus());
   // GEMMs and attention from the measured tables of this GPU where they exist (docs/kernel-tables.md).
   // fp16 runs on the same tensor-core rate as bf16 on A100/H100/H200 (their datasheets give one
   // figure for both), so it reads the bf16 table; fp32/tf32 GEMMs have no table.

@@ -52,7 +52,7 @@ class OpPricer {
   const KernelTables* tables_ = nullptr;
   Dtype table_dtype_ = Dtype::BF16;  // the table a GEMM of the run's dtype is read from
   bool table_gemms_ = false;
-  std::array<GroupPlacement, 8> placements_;
+  std::array<GroupPlacement, kGroupCount> placements_;
 };
 
 }  // namespace sixfold

@@ -60,6 +60,7 @@ PipelineInputs pipeline_inputs(const ModelSpec& model, const HardwareProfile& hw
   const GroupPlacement pp_place = pricer.placement(Group::PP);
   in.pp_link = pp_place.crosses_nodes ? Link::InterNode : Link::IntraNode;
   in.dp_link = place_gradient_group(l, hw.scale_up_gpus()).crosses_nodes ||
+                       place_group(Group::DPReplica, l, hw.scale_up_gpus()).crosses_nodes ||
                        pricer.placement(Group::ExpertData).crosses_nodes
                    ? Link::InterNode
                    : Link::IntraNode;

@@ -16,6 +16,7 @@ Stream stream_of(Group g) {
     case Group::ExpertTensor: return Stream::EP;
     case Group::PP: return Stream::PP;
     case Group::DP:
+    case Group::DPReplica:
     case Group::ExpertData: return Stream::DP;
     case Group::None: break;
   }

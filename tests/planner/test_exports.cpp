@@ -351,3 +351,32 @@ TEST_CASE("the torchtitan export refuses tensor parallelism without sequence par
   s.layout.sp = true;
   CHECK_NOTHROW(export_torchtitan(s));
 }
+
+TEST_CASE("hybrid sharding exports as each framework names it: HSDP degrees, distributed-optimizer instances, MiCS") {
+  Scenario s = h100_scenario("llama3-8b", 32, 64);
+  s.layout.dp = 32;
+  s.layout.dp_shard = 8;
+  s.layout.micro_batch = 2;
+  s.layout.zero = 3;
+  s.work.framework = Framework::Torchtitan;
+  const std::string tt = export_torchtitan(s);
+  CHECK(sixfold::test::unknown_torchtitan_keys(tt).empty());
+  CHECK(tt.find("data_parallel_replicate_degree = 4\n") != std::string::npos);
+  CHECK(tt.find("data_parallel_shard_degree = 8\n") != std::string::npos);
+  s.work.framework = Framework::DeepSpeed;
+  const std::string ds = export_deepspeed(s);
+  CHECK(sixfold::test::unknown_deepspeed_keys(ds).empty());
+  const auto j = nlohmann::json::parse(ds);
+  CHECK(j["zero_optimization"]["mics_shard_size"] == 8);
+  s.work.framework = Framework::Megatron;
+  s.layout.zero = 1;
+  const std::string mg = export_megatron(s);
+  CHECK(sixfold::test::unknown_megatron_flags(mg).empty());
+  CHECK(mg.find("--num-distributed-optimizer-instances 4") != std::string::npos);
+  // Without hybrid sharding none of them is written.
+  s.layout.dp_shard = 0;
+  CHECK(export_megatron(s).find("--num-distributed-optimizer-instances") == std::string::npos);
+  s.layout.zero = 3;
+  CHECK(export_deepspeed(s).find("mics_shard_size") == std::string::npos);
+  CHECK(export_torchtitan(s).find("data_parallel_shard_degree = 32\n") != std::string::npos);
+}

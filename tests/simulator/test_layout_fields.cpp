@@ -15,6 +15,7 @@ namespace {
 Layout every_field_set() {
   Layout l;
   l.dp = 2, l.tp = 4, l.pp = 3, l.vpp = 2, l.cp = 2, l.ep = 2, l.etp = 2, l.sp = true, l.zero = 1, l.micro_batch = 3;
+  l.dp_shard = 1;
   l.recompute = Recompute::Selective;
   l.recompute_modules = parse_recompute_modules("core_attn,mlp");
   l.recompute_num_layers = 2;  // (valid only under full recompute: this layout is for the fields, not priced)
@@ -54,7 +55,7 @@ TEST_CASE("layout fields: plan YAML reads back what it wrote, and the JSON has o
 }
 
 TEST_CASE("layout fields: describe() shows each field as the table says, in the table's order") {
-  CHECK(describe(every_field_set()) == "dp=2 tp=4 pp=3 vpp=2 cp=2 ep=2 etp=2 sp zero=1 mbs=3 recompute=selective(" +
+  CHECK(describe(every_field_set()) == "dp=2 tp=4 pp=3 vpp=2 cp=2 ep=2 etp=2 sp zero=1 dp-shard=1 mbs=3 recompute=selective(" +
                                            recompute_modules_string(parse_recompute_modules("core_attn,mlp")) +
                                            ") first-stage-layers=3 last-stage-layers=2 pp-split=embedding,loss pp-layout=Et*2|(tt|)*4,tL");
   CHECK(describe(Layout{}) == "dp=1 tp=1 pp=1 zero=0 mbs=1 recompute=none");
