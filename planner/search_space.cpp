@@ -98,6 +98,7 @@ Layout make_layout(const Mesh& mesh, const ProgramKey& key, const Variant& v) {
   l.recompute_num_layers = key.recompute_num_layers;
   l.recompute_every = key.recompute_every;
   l.zero = v.zero;
+  l.dp_shard = v.dp_shard;
   l.dp_overlap = v.dp_overlap;
   l.schedule = v.schedule;
   l.vpp = v.vpp;
@@ -157,6 +158,9 @@ std::vector<Mesh> enumerate_meshes(const ModelSpec& model, const Workload& work,
             m.last_stage_layers = last;
             m.micro_batches = mbs;
             m.tp_overlap = tp > 1 && framework_overlaps_tp(work, o);
+            if (o.hybrid_sharding && !model.moe.enabled() && Count(tp) * cp * dp > scale_up_gpus)
+              for (int s : divisors(dp))
+                if (s >= 2 && s < dp && Count(tp) * cp * s <= scale_up_gpus) m.node_shard = s;
             out.push_back(std::move(m));
           }
       }
@@ -319,7 +323,12 @@ std::vector<Variant> variants(const ModelSpec& model, const Workload& work, cons
         ++pruned["torchtitan reduces per layer under FSDP, in buckets under DDP"];
         continue;
       }
-      for (const Choice& c : schedules) out.push_back({zero, ov, c.schedule, c.vpp, c.accounts, c.layout});
+      for (const Choice& c : schedules) {
+        out.push_back({zero, ov, c.schedule, c.vpp, c.accounts, c.layout});
+        // Sharded within a node and replicated across nodes, where the framework runs that.
+        if (mesh.node_shard > 0 && hybrid_sharding_allows(work.framework, zero))
+          out.push_back({zero, ov, c.schedule, c.vpp, c.accounts, c.layout, mesh.node_shard});
+      }
     }
   }
   // A request that disallowed bucketed overlap still needs one variant without data parallelism.
@@ -349,12 +358,13 @@ int complexity(const Layout& l) {
   return (l.tp > 1) + (l.pp > 1) + (l.vpp > 1) + (l.cp > 1) + (l.ep > 1) + (l.etp > 1) + l.sp + l.zero +
          int(l.recompute) + __builtin_popcount(l.recompute_modules & ~recompute_module::kCoreAttn) +
          (l.recompute_num_layers > 0) + (l.recompute_every > 0) +
-         (l.schedule == Schedule::ZeroBubble) + (l.first_stage_layers > 0 || l.last_stage_layers > 0);
+         (l.schedule == Schedule::ZeroBubble) + (l.first_stage_layers > 0 || l.last_stage_layers > 0) +
+         (l.shard_dp() < l.dp);
 }
 
 bool layout_less(const Layout& a, const Layout& b) {
   auto t = [](const Layout& l) {
-    return std::make_tuple(l.tp, l.pp, l.cp, l.dp, l.ep, l.etp, l.vpp, int(l.schedule), l.sp, l.zero, l.micro_batch,
+    return std::make_tuple(l.tp, l.pp, l.cp, l.dp, l.ep, l.etp, l.vpp, int(l.schedule), l.sp, l.zero, l.shard_dp(), l.micro_batch,
                            int(l.recompute), l.recompute_modules, l.recompute_num_layers, l.recompute_every, int(l.dp_overlap), l.first_stage_layers, l.last_stage_layers,
                            l.bucket_bytes, l.tp_overlap);
   };

@@ -48,6 +48,10 @@ struct SearchOptions {
   // context_parallel_degree). DeepSpeed has none: its sequence parallelism is Ulysses, an all-to-all
   // of heads that sixfold does not price; restrict_to_framework turns it off there.
   bool context_parallel = true;
+  // Also hybrid sharding within a node (Layout::dp_shard) for meshes whose data-parallel group spans
+  // nodes, where the framework shards that ZeRO stage so (hybrid_sharding_allows): it keeps the
+  // parameter gathers on NVLink and sends only gradients across nodes, for a shard 1/nodes as wide.
+  bool hybrid_sharding = true;
 };
 // Custom layouts are tried up to this many virtual stages per rank: Megatron's recipes that need
 // one run 2 to 4 (DeepSeek-V3: pp 8 x vpp 2 and 4, pp 4 x vpp 4; Megatron-LM examples/moe_recipes,
@@ -73,6 +77,9 @@ struct Mesh {
   int first_stage_layers = 0, last_stage_layers = 0;
   bool tp_overlap = false;  // its sequence-parallel layouts overlap TP communication (SearchOptions::tp_overlap)
   std::vector<Count> micro_batches;  // candidate micro-batch sizes for this dp
+  // Hybrid sharding within a node where sharding over all of dp would cross nodes: the most
+  // data-parallel ranks whose tp*cp*dp_shard block fits in one node (at least 2, below dp); 0: none.
+  int node_shard = 0;
 };
 
 // What else changes the step program of a mesh.
@@ -119,6 +126,7 @@ struct Variant {
   // mesh's stages nor them with the embedding and loss: each rank's layers over its virtual
   // stages as evenly as they go, the earlier ones the heavier (the same stage totals).
   std::string pipeline_layout;
+  int dp_shard = 0;  // hybrid sharding (Layout::dp_shard), 0: over all of dp
   bool operator==(const Variant&) const = default;
 };
 
