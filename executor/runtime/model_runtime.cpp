@@ -119,19 +119,22 @@ ModelRuntime<T>::ModelRuntime(const ModelSpec& model, const Layout& layout, cons
   };
   const bool has_first = chunks_.front()->first, has_last = chunks_.back()->last;
   if (has_first) {
-    embedding_ = std::make_unique<ParamGroup<T>>("embedding", layout.zero, groups.dp_cp.get(), backend);
+    embedding_ = std::make_unique<ParamGroup<T>>("embedding", layout.zero, groups.dp_shard.get(), backend);
+    embedding_->replicate_over(groups.dp_replica.get(), ctx_.dp.grad_replica_reduce.id);
     embedding_w_ = embedding_->add("embedding.weight", vocab_rows("embedding.weight"), false);
     embedding_->finalize();
   }
   if (has_last) {
-    final_norm_ = std::make_unique<ParamGroup<T>>("final_norm", layout.zero, groups.dp_cp.get(), backend);
+    final_norm_ = std::make_unique<ParamGroup<T>>("final_norm", layout.zero, groups.dp_shard.get(), backend);
+    final_norm_->replicate_over(groups.dp_replica.get(), ctx_.dp.grad_replica_reduce.id);
     final_norm_w_ = final_norm_->add("final_norm.weight", std::vector<double>(H, 1.0), ctx_.sp);
     if (model.norm == NormKind::LayerNorm) final_norm_b_ = final_norm_->add("final_norm.bias", std::vector<double>(H, 0.0), ctx_.sp);
     final_norm_->finalize();
     if (!(model.tied_embeddings && has_first)) {
       // Tied embeddings on another stage: an identical copy whose gradient is summed with the
       // first stage's (Megatron's embedding group).
-      head_ = std::make_unique<ParamGroup<T>>("lm_head", layout.zero, groups.dp_cp.get(), backend);
+      head_ = std::make_unique<ParamGroup<T>>("lm_head", layout.zero, groups.dp_shard.get(), backend);
+      head_->replicate_over(groups.dp_replica.get(), ctx_.dp.grad_replica_reduce.id);
       const std::string name = model.tied_embeddings ? "embedding.weight" : "lm_head.weight";
       head_w_ = head_->add(name, vocab_rows(name), false);
       head_->finalize();

@@ -86,6 +86,7 @@ void ParamGroup<T>::release_grads(Communicator* tp) {
       if (t.tp_partial_grad) tp->all_reduce_sum(full_grad_.data() + t.offset, t.numel);
   TrackedBuffer<T> shard(memory_, MemoryCategory::Buffers, shard_size());
   shard_group_->reduce_scatter(full_grad_.data(), shard.data(), shard_size(), elem_type_of<T>());
+  reduce_over_replicas(shard.data(), shard_size());
   ops_->add(grads_.data(), shard.data(), shard_size());
   full_grad_.free();
 }
@@ -98,9 +99,19 @@ void ParamGroup<T>::reduce_tp_partials(Communicator& tp) {
 }
 
 template <class T>
+void ParamGroup<T>::reduce_over_replicas(T* shard, long n) {
+  if (!replicas_ || replicas_->size() == 1) return;
+  std::optional<ScopedOpTimer> timer;
+  if (replica_op_id_) timer.emplace(*backend_, replica_op_id_);
+  replicas_->all_reduce_sum(shard, n);
+}
+
+template <class T>
 void ParamGroup<T>::reduce_gradients_blocking() {
-  if (zero_ >= 2 || shard_group_->size() == 1) return;
-  shard_group_->all_reduce_sum(grads_.data(), grads_.size());
+  if (zero_ >= 2) return;
+  if (shard_group_->size() > 1) shard_group_->all_reduce_sum(grads_.data(), grads_.size());
+  // Zero 1: the optimizer reads only this rank's shard, which the replicas sum.
+  if (zero_ == 1) reduce_over_replicas(grads_.data() + shard_offset(), shard_size());
 }
 
 template <class T>
@@ -113,6 +124,7 @@ template <class T>
 void ParamGroup<T>::wait_reduction() {
   if (pending_) pending_->wait();
   pending_.reset();
+  if (zero_ == 1) reduce_over_replicas(grads_.data() + shard_offset(), shard_size());
 }
 
 template <class T>

@@ -8,6 +8,7 @@
 //   zero 2: + gradients sharded (a full gradient exists only while a layer's backward runs)
 //   zero 3: + weights sharded (gathered for each use, freed after)
 // With zero >= 1 a group's flat length is padded to a multiple of the shard count.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,8 +31,16 @@ class ParamGroup {
   // expert: a layer's local experts, sharded and reduced over the expert-data group.
   // Its tensors live in the backend's memory and are updated by its kernels.
   ParamGroup(std::string name, int zero, Communicator* shard_group, Backend& backend, bool expert = false)
-      : name_(std::move(name)), zero_(zero), shard_group_(shard_group), memory_(&backend.memory()),
+      : name_(std::move(name)), zero_(zero), shard_group_(shard_group), backend_(&backend), memory_(&backend.memory()),
         ops_(&backend.ops<T>()), expert_(expert) {}
+
+  // Hybrid sharding (Layout::dp_shard): the shard group holds one replica of the sharded states;
+  // each reduced gradient shard is then summed over `replicas` (one rank of each replica), timed
+  // as the op `op_id` (the program's grad_replica_reduce; may be null).
+  void replicate_over(Communicator* replicas, const char* op_id) {
+    replicas_ = replicas;
+    replica_op_id_ = op_id;
+  }
 
   // Adds a tensor with its initial local values (the TP/EP slice of this rank). Returns its index.
   int add(const std::string& name, const std::vector<double>& init, bool tp_partial_grad);
@@ -79,9 +88,14 @@ class ParamGroup {
 
  private:
   long shard_offset() const { return shard_size() * shard_group_->rank(); }
+  // The replicas' sum of a gradient shard (no-op without hybrid sharding).
+  void reduce_over_replicas(T* shard, long n);
   std::string name_;
   int zero_;
   Communicator* shard_group_;
+  Communicator* replicas_ = nullptr;
+  const char* replica_op_id_ = nullptr;
+  Backend* backend_;
   MemoryTracker* memory_;
   DeviceOps<T>* ops_;
   bool expert_ = false;

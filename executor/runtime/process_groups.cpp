@@ -24,6 +24,10 @@ ProcessGroups make_process_groups(const Layout& l, Communicator& world) {
   g.cp = world.split(c.pp * l.dp * l.tp + c.dp * l.tp + c.tp, c.cp, "cp group" + who);
   g.dp = world.split(c.pp * l.cp * l.tp + c.cp * l.tp + c.tp, c.dp, "dp group" + who);
   g.dp_cp = world.split(c.pp * l.tp + c.tp, c.dp * l.cp + c.cp, "dp x cp group" + who);
+  const int shard = l.shard_dp(), replica = c.dp / shard, in_shard = c.dp % shard;
+  g.dp_shard = world.split((c.pp * l.shard_replicas() + replica) * l.tp + c.tp, in_shard * l.cp + c.cp,
+                           "shard group" + who);
+  g.dp_replica = world.split(((c.pp * shard + in_shard) * l.cp + c.cp) * l.tp + c.tp, replica, "replica group" + who);
   g.pp = world.split(c.dp * l.cp * l.tp + c.cp * l.tp + c.tp, c.pp, "pp group" + who);
   g.ep = world.split((c.pp * expert_data_size(l) + e.edp) * l.etp + e.etp, e.ep, "ep group" + who);
   g.expert_dp = world.split((c.pp * l.ep + e.ep) * l.etp + e.etp, e.edp, "expert dp group" + who);

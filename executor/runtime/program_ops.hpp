@@ -64,9 +64,11 @@ struct OpHandle {
 };
 
 // The DP ops as the runtime's parameter groups use them: dense groups reduce and gather over the
-// dp x cp group, a layer's experts over the expert-data group.
+// dp x cp group (a shard group of it under hybrid sharding, then over the replicas), a layer's
+// experts over the expert-data group.
 struct DpHandles {
   OpHandle grad_reduce, expert_grad_reduce, param_gather, expert_param_gather, zero3_gather, expert_zero3_gather, optimizer;
+  OpHandle grad_replica_reduce;  // hybrid sharding: a gradient shard summed over its replicas
   const OpHandle& reduce(bool expert) const { return expert ? expert_grad_reduce : grad_reduce; }
   const OpHandle& gather_after_step(bool expert) const { return expert ? expert_param_gather : param_gather; }
   const OpHandle& zero3(bool expert) const { return expert ? expert_zero3_gather : zero3_gather; }

@@ -27,7 +27,8 @@ TransformerLayer<T>::TransformerLayer(const ExecContext& ctx, int layer, std::ui
   const long H = ctx.hidden, d = ctx.head_dim, hl = ctx.heads_local, kvl = ctx.kv_heads_local;
   const std::string p = "layer" + std::to_string(layer) + ".";
   const double out_std = kInitStd / std::sqrt(2.0 * m.layers);
-  params_ = std::make_unique<ParamGroup<T>>(p + "dense", ctx.layout->zero, ctx.groups->dp_cp.get(), *ctx.backend);
+  params_ = std::make_unique<ParamGroup<T>>(p + "dense", ctx.layout->zero, ctx.groups->dp_shard.get(), *ctx.backend);
+  params_->replicate_over(ctx.groups->dp_replica.get(), ctx.dp.grad_replica_reduce.id);
   auto& g = *params_;
   const std::vector<double> ones(H, 1.0), zeros(H, 0.0);
   auto column_slice = [&](const std::string& name, long in, long out, long shard, double stddev) {

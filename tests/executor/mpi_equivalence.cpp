@@ -51,6 +51,13 @@ std::map<std::string, std::function<Case()>> cases() {
       {"zero1_dp2", with([](Case& c) { c.layout.dp = 2; c.layout.zero = 1; })},
       {"zero2_dp2", with([](Case& c) { c.layout.dp = 2; c.layout.zero = 2; })},
       {"zero3_dp4", with([](Case& c) { c.layout.dp = 4; c.layout.zero = 3; c.layout.micro_batch = 1; })},
+      // Hybrid sharding: FSDP's HSDP (torchtitan) and Megatron's distributed-optimizer instances.
+      {"hsdp_zero3_dp4_shard2", with([](Case& c) {
+         c.layout.dp = 4; c.layout.dp_shard = 2; c.layout.zero = 3; c.layout.micro_batch = 1;
+         c.framework = Framework::Torchtitan; c.layout.dp_overlap = DpOverlap::PerLayer; })},
+      {"zero1_dp4_shard2_bucketed", with([](Case& c) {
+         c.layout.dp = 4; c.layout.dp_shard = 2; c.layout.zero = 1; c.layout.micro_batch = 1;
+         c.layout.dp_overlap = DpOverlap::Bucketed; })},
       {"tp2", with([](Case& c) { c.layout.tp = 2; })},
       {"tp2_sp", with([](Case& c) { c.layout.tp = 2; c.layout.sp = true; })},
       {"tp2_sp_torchtitan", with([](Case& c) { c.layout.tp = 2; c.layout.sp = true; c.framework = Framework::Torchtitan; })},
@@ -124,7 +131,7 @@ std::map<std::string, std::function<Case()>> cases() {
 bool memory_matches(const ModelSpec& model, const Layout& l, const RunReport& run, int element_bytes) {
   if (l.tp != 1 || l.pp != 1 || l.ep != 1) return true;
   const double P = double(count_parameters(model).total);
-  const double N = double(l.dp) * l.cp;
+  const double N = double(l.shard_dp()) * l.cp;  // the ranks one shard spans (hybrid sharding: a shard group)
   const double groups = model.layers + 3;
   bool ok = true;
   auto check = [&](MemoryCategory c, double per_param, bool sharded) {
