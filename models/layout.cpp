@@ -108,9 +108,9 @@ void validate_workload(const ModelSpec& m, const Workload& w) {
          "model " + m.name + " uses another activation");
   }
   if (w.grad_reduce_in_bf16) {
-    need(w.framework == Framework::Megatron, "gradients reduced in bf16 is Megatron's --grad-reduce-in-bf16",
-         "--grad-reduce-in-bf16 with framework " + to_string(w.framework) +
-             " (DeepSpeed keeps bf16 gradients already; torchtitan's training.mixed_precision_reduce is not modelled)");
+    need(w.framework == Framework::Megatron || w.framework == Framework::Torchtitan,
+         "gradients reduced in bf16 is Megatron's --grad-reduce-in-bf16 or FSDP's bf16 reduce dtype",
+         "--grad-reduce-in-bf16 with framework " + to_string(w.framework) + " (DeepSpeed keeps bf16 gradients already)");
     need(w.dtype == Dtype::BF16 || w.dtype == Dtype::FP8, "gradients reduced in bf16 needs bf16 or fp8 training",
          "--grad-reduce-in-bf16 with dtype " + to_string(w.dtype));
   }

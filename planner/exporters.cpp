@@ -328,7 +328,6 @@ std::string export_torchtitan(const Scenario& s) {
   if (s.model.moe.enabled() && l.etp != 1 && l.etp != l.tp)
     refuse("torchtitan", "expert tensor parallel size other than 1 or tp");
   if (s.work.bf16_adam_moments) refuse("torchtitan", "bf16 Adam moments (torch.optim.AdamW keeps them in the parameters' fp32)");
-  if (s.work.grad_reduce_in_bf16) refuse("torchtitan", "Megatron's --grad-reduce-in-bf16");
   if (s.work.fp8_activation_input_store) refuse("torchtitan", "the SwiGLU's fp8 input store (Megatron-Core's activation_func_fp8_input_store)");
   if (s.work.mtp_layers > 0) refuse("torchtitan", "multi-token prediction (Megatron's --mtp-num-layers)");
   if (s.work.deepep_dispatch)
@@ -416,6 +415,8 @@ std::string export_torchtitan(const Scenario& s) {
   o << "global_batch_size = " << s.work.global_batch << "\n";
   const char* precision = s.work.dtype == Dtype::FP32 ? "float32" : s.work.dtype == Dtype::FP16 ? "float16" : "bfloat16";
   o << "mixed_precision_param = \"" << precision << "\"\n";
+  // FSDP's reduce dtype: torchtitan's default float32, bfloat16 where the plan reduces in bf16.
+  if (s.work.grad_reduce_in_bf16) o << "mixed_precision_reduce = \"bfloat16\"\n";
   if (s.work.dtype == Dtype::FP8) {
     // The FSDP gathers as priced: in bf16, or in fp8 with the scales precomputed after the step
     // (Workload::fsdp_float8_all_gather; torchtitan's docs/float8.md pairs the two with tensorwise

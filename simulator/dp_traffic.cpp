@@ -23,7 +23,7 @@ DpOps dp_ops(const ModelSpec& model, const Workload& work, const Layout& l, cons
   // DeepSpeed's BF16_Optimizer all-reduces its fp32 gradients, ZeRO-1 partition or not
   // (bf16_optimizer_runs; pipe/engine.py _bf16_reduce_grads).
   const bool bf16_optimizer = bf16_optimizer_runs(work, l);
-  const Bytes gradient = bf16_optimizer ? 4 : sb.gradient;
+  const Bytes gradient = bf16_optimizer ? 4 : reduce_bytes_per_gradient(work);
   const Bytes dense_grads = double(st.dense_params) * gradient;
   const Bytes expert_grads = double(st.expert_params) * gradient;
   const Bytes dense_weights = double(st.dense_params) * sb.weight;
@@ -113,7 +113,8 @@ DpOps dp_ops(const ModelSpec& model, const Workload& work, const Layout& l, cons
   step.name = "optimizer_step";
   step.kind = OpKind::Memory;
   step.op_class = OpClass::Optimizer;
-  step.bytes = params * (2 * master + gradient + 2 * sb.optimizer + (sb.master > 0 ? sb.weight : 0));
+  const Bytes held_gradient = bf16_optimizer ? 4 : sb.gradient;  // what the step reads: the kept gradient
+  step.bytes = params * (2 * master + held_gradient + 2 * sb.optimizer + (sb.master > 0 ? sb.weight : 0));
   // The FSDP float8 all-gather's scales, after the step: the amax of every linear weight's fp32
   // shard (torch._foreach_norm, inf-norm, in precompute_float8_dynamic_scale_for_fsdp), then one
   // all-reduce of a float per weight, whose latency is left out with the step's other small ops.

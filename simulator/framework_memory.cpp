@@ -171,6 +171,7 @@ FrameworkStageMemory framework_stage_memory(const ModelSpec& model, const Worklo
     }
     case Framework::Torchtitan: {
       const bool keeps_params = l.zero == 3 && l.pp > 1 && traits.zero3_keeps_params_under_pp;
+      const double reduce = double(reduce_bytes_per_gradient(work));  // FSDP2's reduce dtype: fp32, or bf16
       // Under the FSDP float8 all-gather a gathered linear weight is the fp8 all-gather output
       // (fsdp_post_all_gather wraps it in a Float8Tensor): 1 byte an element, not sb.weight.
       const double fp8_saving = fsdp_float8_gathers(work, l) ? double(sb.weight) - 1.0 : 0.0;
@@ -180,12 +181,13 @@ FrameworkStageMemory framework_stage_memory(const ModelSpec& model, const Worklo
         // micro-batch FSDP2 accumulates the unsharded gradient in its fp32 reduce dtype
         // (FSDPParam.to_accumulated_grad_if_needed); the sharded fp32 parameters stay besides.
         f.weights = state(sb.weight, 4) - fp8_saving * double(st.linear_weight_params);
-        f.gradients = state(4, 4);
+        // In a bf16 reduce dtype the unsharded gradient accumulates as it is, bf16.
+        f.gradients = state(reduce, 4);
         f.master_weights = state(4, 1);
         // A block's bf16 gradient before it is added into the fp32 accumulator; in the last
-        // micro-batch FSDP2 copies the accumulated fp32 gradient into its reduce-scatter input
-        // (foreach_reduce), 4 bytes more per parameter of that block.
-        if (st.layers > 0) f.layer_gradient = (double(sb.weight) + 4.0) * double(layer_params);
+        // micro-batch FSDP2 copies the accumulated gradient into its reduce-scatter input
+        // (foreach_reduce, in the reduce dtype), `reduce` bytes more per parameter of that block.
+        if (st.layers > 0) f.layer_gradient = (double(sb.weight) + reduce) * double(layer_params);
       } else if (l.zero == 3) {
         // FSDP2 keeps the fp32 originals as the shards and casts to bf16 in the all-gather's
         // copy-in (MixedPrecisionPolicy param_dtype): no 16-bit shard is held. The sharded
@@ -199,9 +201,9 @@ FrameworkStageMemory framework_stage_memory(const ModelSpec& model, const Worklo
         f.gathered_parameters = double(sb.weight) * double(edge_params(model, l, st));
         if (st.layers > 0) {
           f.gathered_parameters += 2.0 * (sb.weight * double(layer_params) - fp8_saving * double(largest_layer.linear_weight_params));
-          // In a block's backward: its unsharded bf16 gradient and the fp32 reduce-scatter input
-          // FSDP2 copies it into (foreach_reduce, reduce_dtype fp32).
-          f.layer_gradient = (double(sb.weight) + 4.0) * double(layer_params);
+          // In a block's backward: its unsharded bf16 gradient and the reduce-scatter input FSDP2
+          // copies it into (foreach_reduce, in reduce_dtype: fp32 by default, bf16 if set so).
+          f.layer_gradient = (double(sb.weight) + reduce) * double(layer_params);
         }
       } else if (l.dp * l.cp > 1 && l.dp_overlap == DpOverlap::Bucketed) {
         // PyTorch DDP (torchtitan replicating) copies gradients into two bucket buffers in flight.

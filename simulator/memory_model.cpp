@@ -68,9 +68,17 @@ StateBytes state_bytes(const Workload& w) {
   StateBytes b = state_bytes(w.dtype);
   const bool low = w.dtype == Dtype::BF16 || w.dtype == Dtype::FP8 ||
                    (w.dtype == Dtype::FP16 && w.framework == Framework::Torchtitan);
-  if (low && framework_traits(w.framework).fp32_gradients && !w.grad_reduce_in_bf16) b.gradient = 4;
+  // Megatron's --grad-reduce-in-bf16 keeps its gradient buffer in bf16; FSDP's bf16 reduce dtype
+  // (torchtitan) reduces in bf16 but keeps fp32 gradient shards (reduce_bytes_per_gradient).
+  if (low && framework_traits(w.framework).fp32_gradients &&
+      !(w.grad_reduce_in_bf16 && w.framework == Framework::Megatron))
+    b.gradient = 4;
   if (w.bf16_adam_moments) b.optimizer = 4;
   return b;
+}
+
+Bytes reduce_bytes_per_gradient(const Workload& w) {
+  return w.grad_reduce_in_bf16 ? std::min<Bytes>(2, state_bytes(w).gradient) : state_bytes(w).gradient;
 }
 
 Bytes gradient_bucket_bytes(const Layout& l, const Workload& w) {

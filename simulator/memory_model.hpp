@@ -61,6 +61,10 @@ StateBytes state_bytes(Dtype dtype);
 // The same as the framework keeps them: fp32 gradients under bf16/fp8 where its traits say so
 // (Megatron-LM does not for fp16; torchtitan's FSDP2 reduces in fp32 for every low precision).
 StateBytes state_bytes(const Workload& work);
+// Bytes per gradient element a data-parallel reduction moves: the gradient's own, or 2 where the
+// run reduces in bf16 (Megatron's --grad-reduce-in-bf16 buffer; FSDP's reduce_dtype bf16, whose
+// reduce-scatter runs in bf16 before the fp32 shard is updated).
+Bytes reduce_bytes_per_gradient(const Workload& work);
 
 // The DP gradient bucket a layout reduces in: its own bucket_bytes, else the framework's default.
 // Megatron-Core: max(40M, 1M x DP size) gradient elements (DistributedDataParallel, which grows

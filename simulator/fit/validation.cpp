@@ -32,7 +32,7 @@ std::optional<double> number(const std::string& s) {
 
 // Columns that hold counts (non-negative integers) and measured metrics (finite, positive).
 const char* const kCountColumns[] = {"layers", "hidden", "ffn", "heads", "kv_heads", "vocab", "seq", "experts", "topk",
-                                     "moe_ffn", "gpus", "gpus_per_node", "dp", "tp", "pp", "vpp", "cp", "ep", "etp", "sp",
+                                     "moe_ffn", "gpus", "gpus_per_node", "dp", "tp", "pp", "vpp", "cp", "ep", "etp", "dp_shard", "sp",
                                      "zero", "micro_batch", "global_batch"};
 
 // The run-fact columns of a row (run_facts.hpp), unparsed cells thrown as Error.
@@ -296,6 +296,8 @@ Scenario scenario_from_row(const CsvTable& t, size_t r, const HardwareLookup& lo
   if (l.vpp > 1) l.schedule = Schedule::Interleaved;
   l.sp = as_int(t, r, "sp", 0) == 1;
   l.zero = int(as_int(t, r, "zero", 0));
+  // Hybrid sharding (the project's `dp_shard` column): unstated, a ZeRO shard spans all of dp.
+  l.dp_shard = int(as_int(t, r, "dp_shard", 0));
   l.micro_batch = as_int(t, r, "micro_batch", 0);
   // The run's facts from its columns (framework, framework_date, attention, dp_overlap,
   // tp_overlap), unstated ones filled with the codebase's default at its date (run_facts.cpp).

@@ -682,7 +682,7 @@ TEST_CASE("torchtitan's tensor parallelism is sequence parallel: predict turns s
   CHECK(contains(r.output, "field 'layout.sp': false with framework torchtitan"));
 }
 
-TEST_CASE("--grad-reduce-in-bf16: Megatron's flag, priced, exported, kept by a plan file, refused for other frameworks") {
+TEST_CASE("--grad-reduce-in-bf16: Megatron's flag and torchtitan's reduce dtype, priced, exported, kept by a plan file, refused for DeepSpeed") {
   const std::string base = "predict --model llama3-8b --hardware h100-sxm-80g --gpus 8 --seq 4096 --global-batch 64 --json";
   Result fp32 = run_sixfold(base);
   Result bf16 = run_sixfold(base + " --grad-reduce-in-bf16");
@@ -692,9 +692,14 @@ TEST_CASE("--grad-reduce-in-bf16: Megatron's flag, priced, exported, kept by a p
   CHECK(j["workload"]["grad_reduce_in_bf16"].get<bool>());
   CHECK(j["prediction"]["peak_memory_bytes"].get<double>() <
         nlohmann::json::parse(fp32.output)["prediction"]["peak_memory_bytes"].get<double>());
-  Result r = run_sixfold("predict --model llama3-8b --hardware h100-sxm-80g --gpus 8 --framework torchtitan --grad-reduce-in-bf16");
+  Result r = run_sixfold("predict --model llama3-8b --hardware h100-sxm-80g --gpus 8 --framework deepspeed --grad-reduce-in-bf16");
   CHECK(r.code == 2);
-  CHECK(contains(r.output, "--grad-reduce-in-bf16 with framework torchtitan"));
+  CHECK(contains(r.output, "--grad-reduce-in-bf16 with framework deepspeed"));
+  const std::string toml = write_temp("gradbf16.toml", "");
+  r = run_sixfold("plan --model llama3-8b --hardware h100-sxm-80g --gpus 8 --seq 4096 --global-batch 64 --framework torchtitan "
+                  "--grad-reduce-in-bf16 --export " + toml + " --export-format torchtitan");
+  REQUIRE(r.code == 0);
+  CHECK(contains(read_file(toml), "mixed_precision_reduce = \"bfloat16\""));
   const std::string flags = write_temp("gradbf16.sh", "");
   const std::string plan = write_temp("gradbf16.yaml", "");
   r = run_sixfold("plan --model llama3-8b --hardware h100-sxm-80g --gpus 8 --seq 4096 --global-batch 64 "

@@ -11,6 +11,7 @@
 #include "simulator/collective_cost.hpp"
 #include "simulator/cost_model.hpp"
 #include "simulator/dp_traffic.hpp"
+#include "simulator/framework_memory.hpp"
 #include "simulator/op_cost.hpp"
 #include "simulator/op_list_cost.hpp"
 #include "simulator/overlap_rules.hpp"
@@ -427,15 +428,15 @@ TEST_CASE("--grad-reduce-in-bf16 keeps Megatron's gradient buffer and its reduct
   w.dtype = Dtype::FP32;
   CHECK_THROWS_WITH_AS(validate_workload(m, w), doctest::Contains("needs bf16 or fp8 training"), LayoutError);
   w.dtype = Dtype::BF16;
-  for (Framework f : {Framework::Torchtitan, Framework::DeepSpeed}) {
-    w.framework = f;
-    CHECK_THROWS_WITH_AS(validate_workload(m, w), doctest::Contains("--grad-reduce-in-bf16 with framework"), LayoutError);
-  }
-  // A validation row says so in its grad_reduce_dtype column, Megatron's rows only.
+  w.framework = Framework::DeepSpeed;
+  CHECK_THROWS_WITH_AS(validate_workload(m, w), doctest::Contains("--grad-reduce-in-bf16 with framework"), LayoutError);
+  // A validation row says so in its grad_reduce_dtype column: Megatron's, and FSDP's reduce dtype
+  // (torchtitan, or an unnamed codebase).
   CHECK(run_settings(parse_run_facts("megatron-lm", "2024-12", "", "", "", "", "", "", "", "", "bf16"), 1, 1).grad_reduce_in_bf16);
   CHECK_FALSE(run_settings(parse_run_facts("megatron-lm", "2024-12", "", "", "", "", "", "", "", "", ""), 1, 1).grad_reduce_in_bf16);
-  CHECK_THROWS_WITH(parse_run_facts("torchtitan", "2024-12", "", "", "", "", "", "", "", "", "bf16"),
-                    doctest::Contains("column 'grad_reduce_dtype': value 'bf16' with framework 'torchtitan'"));
+  CHECK(run_settings(parse_run_facts("other", "2024-03", "", "", "", "", "", "", "", "", "bf16"), 1, 3).grad_reduce_in_bf16);
+  CHECK_THROWS_WITH(parse_run_facts("deepspeed", "2024-12", "", "", "", "", "", "", "", "", "bf16"),
+                    doctest::Contains("column 'grad_reduce_dtype': value 'bf16' with framework 'deepspeed'"));
   CHECK_THROWS_WITH(parse_run_facts("megatron-lm", "2024-12", "", "", "", "", "", "", "", "", "fp16"),
                     doctest::Contains("is not fp32, bf16 or empty"));
 }
@@ -903,4 +904,36 @@ TEST_CASE("torchtitan's TP collectives copy their tensor along the sequence dim 
   CHECK(with_copies.tp_exposed == doctest::Approx(plain.tp_exposed));
   CHECK(with_copies.compute == doctest::Approx(plain.compute));
   CHECK(with_copies.tp_exposed < with_copies.tp_raw);
+}
+
+TEST_CASE("FSDP's bf16 reduce dtype (torchtitan's mixed_precision_reduce): the reduce-scatter moves bf16, the shards stay fp32") {
+  const ModelSpec m = load_model("llama3-8b");
+  const HardwareProfile hw = load_hardware("a100-sxm-80g");
+  const Layout l = data_parallel(64, 3, 2, Recompute::Full);
+  Workload w = work(4096, 128, Framework::Torchtitan);
+  const StepProgram program = expand_step_program(m, l, w);
+  const Prediction fp32 = predict(m, hw, w, l);
+  const DpOps fp32_ops = dp_ops(m, w, l, program.stages.front(), 1);
+  w.grad_reduce_in_bf16 = true;
+  CHECK_NOTHROW(validate_workload(m, w));
+  CHECK(state_bytes(w).gradient == 4);  // FSDP2's shards are the fp32 parameters' gradients
+  CHECK(reduce_bytes_per_gradient(w) == 2);
+  const Prediction bf16 = predict(m, hw, w, l);
+  const DpOps bf16_ops = dp_ops(m, w, l, program.stages.front(), 1);
+  CHECK(bf16.memory.gradients == doctest::Approx(fp32.memory.gradients));
+  // The block's reduce-scatter input is a bf16 copy, not an fp32 one.
+  Workload fp32_w = w;
+  fp32_w.grad_reduce_in_bf16 = false;
+  const double params = double(framework_stage_memory(m, w, l, program, program.stages.front()).layer_gradient) /
+                        (2.0 + 2.0);  // a block's bf16 gradient and its bf16 reduce-scatter input
+  CHECK(framework_stage_memory(m, fp32_w, l, program, program.stages.front()).layer_gradient ==
+        doctest::Approx(params * (2.0 + 4.0)));
+  for (size_t i = 0; i < fp32_ops.ops.size(); ++i) {
+    CAPTURE(fp32_ops.ops[i].op.name);
+    if (fp32_ops.ops[i].role == DpRole::Reduction)
+      CHECK(bf16_ops.ops[i].op.message == doctest::Approx(fp32_ops.ops[i].op.message / 2));
+    else
+      CHECK(bf16_ops.ops[i].op.message == doctest::Approx(fp32_ops.ops[i].op.message));
+  }
+  CHECK(bf16_ops.ops.back().op.bytes == doctest::Approx(fp32_ops.ops.back().op.bytes));  // the optimizer reads fp32
 }

@@ -62,8 +62,9 @@ void ScenarioFlags::add_to(CLI::App& app, bool with_layout) {
   app.add_option("--adam-moments", adam_moments,
                  "fp32 (default) | bf16: Adam's moments in bf16 (Megatron-Core's precision-aware optimizer)");
   app.add_flag("--grad-reduce-in-bf16", grad_reduce_in_bf16,
-               "keep and reduce the DDP gradient buffer in bf16, not fp32 (Megatron-LM's flag; halves the "
-               "gradients' memory and the data-parallel reduction's bytes)");
+               "reduce gradients in bf16, not fp32: Megatron-LM's flag (keeps its DDP gradient buffer in bf16: "
+               "halves the gradients' memory and the data-parallel reduction's bytes); torchtitan's "
+               "training.mixed_precision_reduce bfloat16 (FSDP reduce-scatters in bf16, the shards stay fp32)");
   app.add_flag("--activation-func-fp8-input-store", fp8_activation_input_store,
                "keep the SwiGLU's input in fp8 for the backward (Megatron-Core's TransformerConfig."
                "activation_func_fp8_input_store; it has no Megatron-LM flag, the export says how to set it)");
