@@ -45,6 +45,14 @@ std::string read_file(const std::string& path) {
 
 const std::string kBase = "predict --model llama3-8b --hardware h100-sxm-80g --seq 4096 ";
 
+// What `plan ARGS --export FILE --export-format FORMAT` writes (the plan must succeed).
+std::string exported(const std::string& plan_args, const std::string& format, const std::string& file) {
+  const std::string out = write_temp(file, "");
+  const Result r = run_sixfold("plan " + plan_args + " --export " + out + " --export-format " + format);
+  REQUIRE(r.code == 0);
+  return read_file(out);
+}
+
 }  // namespace
 
 TEST_CASE("predict prints the breakdowns and the documented JSON") {
@@ -530,11 +538,9 @@ TEST_CASE("--compile: torchtitan's training.compile priced, in the JSON, exporte
   r = run_sixfold("plan --refine 0 --model llama3-8b --hardware h100-sxm-80g --gpus 8 --framework torchtitan --mtp-num-layers 1");
   CHECK(r.code == 2);
   CHECK(contains(r.output, "multi-token prediction is Megatron's"));
-  const std::string out = write_temp("compile.toml", "");
-  r = run_sixfold("plan --model llama3-8b --hardware h100-sxm-80g --gpus 8 --seq 4096 --global-batch 64 "
-                  "--framework torchtitan --compile --export " + out + " --export-format torchtitan");
-  REQUIRE(r.code == 0);
-  CHECK(contains(read_file(out), "[compile]\nenable = true\ncomponents = [\"model\", \"loss\"]"));
+  CHECK(contains(exported("--model llama3-8b --hardware h100-sxm-80g --gpus 8 --seq 4096 --global-batch 64 "
+                          "--framework torchtitan --compile", "torchtitan", "compile.toml"),
+                 "[compile]\nenable = true\ncomponents = [\"model\", \"loss\"]"));
 }
 
 TEST_CASE("every built-in scenario predicts on the command line, checks of its flags included") {
@@ -695,19 +701,12 @@ TEST_CASE("--grad-reduce-in-bf16: Megatron's flag and torchtitan's reduce dtype,
   Result r = run_sixfold("predict --model llama3-8b --hardware h100-sxm-80g --gpus 8 --framework deepspeed --grad-reduce-in-bf16");
   CHECK(r.code == 2);
   CHECK(contains(r.output, "--grad-reduce-in-bf16 with framework deepspeed"));
-  const std::string toml = write_temp("gradbf16.toml", "");
-  r = run_sixfold("plan --model llama3-8b --hardware h100-sxm-80g --gpus 8 --seq 4096 --global-batch 64 --framework torchtitan "
-                  "--grad-reduce-in-bf16 --export " + toml + " --export-format torchtitan");
-  REQUIRE(r.code == 0);
-  CHECK(contains(read_file(toml), "mixed_precision_reduce = \"bfloat16\""));
-  const std::string flags = write_temp("gradbf16.sh", "");
+  const std::string args = "--model llama3-8b --hardware h100-sxm-80g --gpus 8 --seq 4096 --global-batch 64 --grad-reduce-in-bf16";
+  CHECK(contains(exported(args + " --framework torchtitan", "torchtitan", "gradbf16.toml"),
+                 "mixed_precision_reduce = \"bfloat16\""));
+  CHECK(contains(exported(args, "megatron", "gradbf16.sh"), "--grad-reduce-in-bf16"));
   const std::string plan = write_temp("gradbf16.yaml", "");
-  r = run_sixfold("plan --model llama3-8b --hardware h100-sxm-80g --gpus 8 --seq 4096 --global-batch 64 "
-                  "--grad-reduce-in-bf16 --export " + flags + " --export-format megatron");
-  REQUIRE(r.code == 0);
-  CHECK(contains(read_file(flags), "--grad-reduce-in-bf16"));
-  r = run_sixfold("plan --model llama3-8b --hardware h100-sxm-80g --gpus 8 --seq 4096 --global-batch 64 "
-                  "--grad-reduce-in-bf16 --export " + plan);
+  r = run_sixfold("plan " + args + " --export " + plan);
   REQUIRE(r.code == 0);
   CHECK(contains(read_file(plan), "grad_reduce_in_bf16: true"));
   r = run_sixfold("predict --plan " + plan);
