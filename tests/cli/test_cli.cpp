@@ -1083,3 +1083,16 @@ TEST_CASE("a squared-ReLU model is priced and run") {
   r = run_sixfold("run --plan " + plan + " --steps 1");  // one rank, no mpirun
   CHECK(r.code == 0);
 }
+
+TEST_CASE("plan: hybrid sharding is searched on a slow network and exported as MiCS, unless --no-hybrid-sharding") {
+  const std::string args = "--model llama3-8b --gpus 128 --framework deepspeed --cluster aws-p4de --seq 4096 --global-batch 256";
+  const auto best = [&](const std::string& extra) {
+    const Result r = run_sixfold("plan " + args + extra + " --json");
+    REQUIRE(r.code == 0);
+    return nlohmann::json::parse(r.output)["recommended"]["layout"];
+  };
+  const auto hybrid = best("");
+  CHECK(hybrid["dp_shard"] == 8);
+  CHECK(!best(" --no-hybrid-sharding").contains("dp_shard"));
+  CHECK(contains(exported(args, "deepspeed", "mics.json"), "\"mics_shard_size\": 8"));
+}

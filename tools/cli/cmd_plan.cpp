@@ -90,7 +90,7 @@ struct PlanCommand {
   std::vector<std::string> compare;
   std::optional<int> threads, top, max_tp, refine;
   std::optional<long long> max_micro_batch;
-  bool json = false, explain = false, no_tp_overlap = false;
+  bool json = false, explain = false, no_tp_overlap = false, no_hybrid_sharding = false;
 
   int run() const {
     // `--export torchtitan` names a file, yet reads as a format: refuse it before a search priced
@@ -120,6 +120,7 @@ struct PlanCommand {
     if (mem_budget) rq.memory_budget = *mem_budget;
     rq.search.max_tp = max_tp.value_or(0);
     rq.search.tp_overlap = !no_tp_overlap;
+    if (no_hybrid_sharding) rq.search.hybrid_sharding = false;
     restrict_to_framework(rq.search, s.work.framework);
     rq.search.max_micro_batch = max_micro_batch.value_or(64);
     if (compare.size() > size_t(limits::kListItems))
@@ -456,6 +457,9 @@ Registrar reg("plan", "search every layout, recommend the fastest that fits, exp
   add_count(app, "--max-micro-batch", cmd->max_micro_batch, 1, limits::kGlobalBatch,
             "largest micro-batch tried (powers of two; default 64)");
   app.add_option("--schedules", cmd->schedules, "pipeline schedules to try, e.g. 1f1b,interleaved (default all)");
+  app.add_flag("--no-hybrid-sharding", cmd->no_hybrid_sharding,
+               "search ZeRO sharding over all of dp only, not also sharded within a node and replicated across "
+               "nodes (--dp-shard: FSDP's HSDP, Megatron's distributed-optimizer instances, DeepSpeed's MiCS)");
   app.add_flag("--no-tp-overlap", cmd->no_tp_overlap,
                "price TP communication exposed (default: overlapped with the GEMMs on sequence-parallel layouts, "
                "as Megatron's --tp-comm-overlap and torchtitan's Async TP with --compile run it)");
