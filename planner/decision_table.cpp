@@ -15,7 +15,7 @@ std::string verdict_of(const Layout& l) {
   if (l.cp > 1) add("CP " + std::to_string(l.cp));
   if (l.ep > 1) add("EP " + std::to_string(l.ep));
   if (l.dp > 1 || v.empty()) add(l.dp * l.cp > 1 ? "ZeRO-" + std::to_string(l.zero) : "single GPU");
-  if (l.shard_dp() < l.dp) v += " sharded per " + std::to_string(l.shard_dp()) + " (hybrid)";
+  if (l.shard_dp() < l.dp) v += " (hybrid, shard " + std::to_string(l.shard_dp()) + ")";
   if (l.recompute != Recompute::None) add(to_string(l.recompute) + " recompute");
   return v;
 }

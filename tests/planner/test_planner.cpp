@@ -290,7 +290,7 @@ TEST_CASE("hybrid sharding is searched where the data-parallel group spans nodes
   const PlanResult r = plan(rq);
   REQUIRE(!r.ranked.empty());
   CHECK(r.ranked.front().layout.shard_dp() == 8);
-  CHECK(verdict_of(r.ranked.front().layout) == "ZeRO-3 sharded per 8 (hybrid)");  // `decide`'s words
+  CHECK(verdict_of(r.ranked.front().layout) == "ZeRO-3 (hybrid, shard 8)");  // `decide`'s words
   rq.search.hybrid_sharding = false;
   CHECK(plan(rq).ranked.front().simulated_step_time > r.ranked.front().simulated_step_time);
 }
