@@ -27,13 +27,19 @@ SHAPES = {"125m": (12, 768, 12), "350m": (24, 1024, 16), "760m": (24, 1536, 12),
           "3b": (32, 2560, 20), "7b": (32, 4096, 32), "13b": (40, 5120, 40), "30b": (48, 7168, 56),
           "70b": (80, 8192, 64)}
 GPUS = {"h100_80gb": "h100-sxm-80g", "a100_80gb": "a100-sxm-80g", "a100_40gb": "a100-sxm-40g"}
-# Heading prefix -> (yyyy-mm the section entered the README, the commit that added it).
+# Heading prefix -> (yyyy-mm the section entered the README, the commit that added it, whether
+# Composer's FSDP mixed precision DEFAULT reduced gradients in bf16 at that commit's Composer pin).
+# Composer's get_mixed_precision: PURE reduces in the training precision in every version; DEFAULT
+# did too (reduce_dtype = precision in v0.13, None = the bf16 param_dtype in v0.14-v0.16.3) until
+# v0.16.4 (commit d745fcb1b, 2023-10-10, "patch default") made it fp32. llm-foundry's setup.py pins
+# composer >=0.15.0,<0.16 at ef350d9e6 (the A100 tables), >=0.16.4 at b2a43a147 and >=0.17.2 at
+# 5e85bd62d (the H100 tables).
 SECTION_DATES = [
-    ("H100 80GB BF16 (Large Scale", "2024-01", "5e85bd62d"),
-    ("H100 80GB BF16", "2023-10", "b2a43a147"),
-    ("H100 80GB FP8", "2023-10", "b2a43a147"),
-    ("A100 80GB with 1600 Gbps", "2023-07", "ef350d9e6"),
-    ("A100 40GB with 1600 Gbps", "2023-07", "ef350d9e6"),
+    ("H100 80GB BF16 (Large Scale", "2024-01", "5e85bd62d", False),
+    ("H100 80GB BF16", "2023-10", "b2a43a147", False),
+    ("H100 80GB FP8", "2023-10", "b2a43a147", False),
+    ("A100 80GB with 1600 Gbps", "2023-07", "ef350d9e6", True),
+    ("A100 40GB with 1600 Gbps", "2023-07", "ef350d9e6", True),
 ]
 # Tables whose sweep ran FlashAttention-2 for some models, before llm-foundry's default install moved
 # to flash-attn 2 (v0.6.0, 2024-03): heading prefix -> those models. The large-scale H100 table came
@@ -43,13 +49,14 @@ SECTION_DATES = [
 FLASH2_SWEEPS = {"H100 80GB BF16 (Large Scale": {"1b", "3b", "7b", "70b"}}
 COLUMNS = ("id,source,layers,hidden,ffn,heads,kv_heads,vocab,seq,experts,topk,moe_ffn,gpu,gpus,gpus_per_node,dp,tp,"
            "pp,vpp,cp,ep,sp,zero,micro_batch,global_batch,recompute,dtype,tflops_hw,tflops_model,mfu_pct,"
-           "tokens_per_gpu_s,iter_s,peak_mem_gib,framework,framework_date,attention,dp_overlap,tp_overlap,notes").split(",")
+           "tokens_per_gpu_s,iter_s,peak_mem_gib,framework,framework_date,attention,dp_overlap,tp_overlap,grad_reduce_dtype,"
+           "notes").split(",")
 
 
 def section_date(heading: str):
-    for prefix, date, commit in SECTION_DATES:
+    for prefix, date, commit, default_bf16_reduce in SECTION_DATES:
         if heading.startswith(prefix):
-            return date, commit
+            return date, commit, default_bf16_reduce
     return None
 
 
@@ -73,7 +80,8 @@ def main() -> int:
         dated = section_date(heading)
         if dated is None or cells[3] not in GPUS:  # a table of an unknown date or GPU is left out
             continue
-        date, added = dated
+        date, added, default_bf16_reduce = dated
+        bf16_reduce = cells[15] == "PURE" or (cells[15] == "DEFAULT" and default_bf16_reduce)
         flash2 = any(heading.startswith(p) and cells[0] in models for p, models in FLASH2_SWEEPS.items())
         layers, hidden, heads = SHAPES[cells[0]]
         # Precision amp_fp8: Composer's TransformerEngine fp8 autocast of the te.Linear layers; its MFU
@@ -95,7 +103,7 @@ def main() -> int:
             "recompute": "full" if cells[17] == "True" else "none",
             "dtype": "fp8" if fp8 else "bf16", "mfu_pct": cells[4], "tokens_per_gpu_s": cells[12],
             "framework": "llm-foundry", "framework_date": date, "attention": "flash-attention-2" if flash2 else "flash",
-            "dp_overlap": 1,
+            "dp_overlap": 1, "grad_reduce_dtype": "bf16" if bf16_reduce else "fp32",
             "notes": f"precision {cells[14]}, FSDP mixed precision {cells[15]}, {cells[16]}; HFU {cells[5]}",
         })
     return 0

@@ -339,10 +339,10 @@ RunFacts parse_run_facts(const std::string& framework, const std::string& framew
   else if (!grad_reduce_dtype.empty() && grad_reduce_dtype != "unknown")
     throw Error("column 'grad_reduce_dtype': value '" + grad_reduce_dtype + "' is not fp32, bf16 or empty");
   if (f.grad_reduce_in_bf16.value_or(false) && f.codebase != "megatron-lm" && f.codebase != "torchtitan" &&
-      f.codebase != "other")
+      f.codebase != "llm-foundry" && f.codebase != "other")
     throw Error("column 'grad_reduce_dtype': value 'bf16' with framework '" + f.codebase +
-                "': it is Megatron-LM's --grad-reduce-in-bf16, or FSDP's bf16 reduce dtype under torchtitan or "
-                "framework other (fp32 or empty for other codebases)");
+                "': it is Megatron-LM's --grad-reduce-in-bf16, or FSDP's bf16 reduce dtype under torchtitan, "
+                "llm-foundry (Composer) or framework other (fp32 or empty for other codebases)");
   if (f.compile.value_or(false) && f.codebase != "torchtitan" && f.codebase != "other")
     throw Error("column 'compile': value '1' with framework '" + f.codebase +
                 "': torch.compile is modelled as torchtitan's training.compile, and PyTorch FSDP's under framework "
