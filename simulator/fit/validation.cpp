@@ -379,6 +379,10 @@ ValidationReport validate_runs(const CsvTable& t, const ValidationOptions& opt) 
       const RowFill fill = fill_unstated_choices(t, r, s, run, price);
       row.filled = fill.filled;
       if (s.model.name.rfind("row ", 0) != 0) row.filled.push_back("model=" + s.model.name);
+      // A codebase the row does not name, sharding parameters: priced as PyTorch FSDP (run_facts.cpp).
+      const bool unnamed = row.codebase.empty() || row.codebase == "unknown" || row.codebase == "other";
+      if (unnamed && s.work.framework == Framework::Torchtitan)
+        row.filled.push_back("framework=pytorch-fsdp");
       if (!number(t.field(r, "global_batch"))) row.filled.push_back("global_batch=" + std::to_string(s.work.global_batch));
       const Layout& best_layout = fill.layout;
       s.layout = best_layout;

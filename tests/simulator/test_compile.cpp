@@ -2,6 +2,7 @@
 // loss, and how a validation row's `compile` column and date choose them.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <string>
 
 #include "common/csv.hpp"
@@ -161,6 +162,7 @@ TEST_CASE("validate: compile under framework other is PyTorch FSDP's, so a row w
   CHECK(ok.rows[0].scored);
   CHECK(ok.rows[0].scenario.work.framework == Framework::Torchtitan);
   CHECK(ok.rows[0].scenario.work.compile);
+  CHECK(std::find(ok.rows[0].filled.begin(), ok.rows[0].filled.end(), "framework=pytorch-fsdp") != ok.rows[0].filled.end());
   CHECK_THROWS_WITH_AS(validate_runs(parse_csv(header + row("1", "1"), "bad.csv"), {}),
                        doctest::Contains("bad.csv:2: column 'compile': value '1' with framework 'other'"), Error);
 }

@@ -187,7 +187,8 @@ struct ValidateCommand {
         {"pipeline_split", "Megatron's embedding and loss in the pipeline split: the only way it runs a virtual pipeline the layers do not divide"},
         {"pipeline_layout", "Megatron's custom pipeline layout where even the embedding/loss split does not divide: every virtual stage takes ceil(layers / stages), as its DeepSeek-V3 recipes write"},
         {"global_batch", "unstated for torchtitan: dp x the local batch, as it accumulates no gradients by default"},
-        {"model", "the built-in model of the row's shape, with what the columns cannot say (MLA, dense layers, shared experts)"}};
+        {"model", "the built-in model of the row's shape, with what the columns cannot say (MLA, dense layers, shared experts)"},
+        {"framework", "no codebase named and ZeRO-3: PyTorch FSDP, priced on torchtitan's code path, eager unless `compile` says 1 (simulator/fit/run_facts.cpp)"}};
     for (const auto& [field, count] : rep.filled_counts) {
       auto it = how.find(field);
       std::printf("  filled  %4d: %s (%s)\n", count, field.c_str(),
