@@ -55,6 +55,9 @@ std::map<std::string, std::function<Case()>> cases() {
       {"hsdp_zero3_dp4_shard2", with([](Case& c) {
          c.layout.dp = 4; c.layout.dp_shard = 2; c.layout.zero = 3; c.layout.micro_batch = 1;
          c.framework = Framework::Torchtitan; c.layout.dp_overlap = DpOverlap::PerLayer; })},
+      {"hsdp_zero3_cp2_dp2_shard1", with([](Case& c) {
+         c.layout.cp = 2; c.layout.dp = 2; c.layout.dp_shard = 1; c.layout.zero = 3;
+         c.framework = Framework::Torchtitan; c.layout.dp_overlap = DpOverlap::PerLayer; })},
       {"zero1_dp4_shard2_bucketed", with([](Case& c) {
          c.layout.dp = 4; c.layout.dp_shard = 2; c.layout.zero = 1; c.layout.micro_batch = 1;
          c.layout.dp_overlap = DpOverlap::Bucketed; })},
