@@ -50,7 +50,8 @@ struct SearchOptions {
   bool context_parallel = true;
   // Also hybrid sharding within a node (Layout::dp_shard) for meshes whose data-parallel group spans
   // nodes, where the framework shards that ZeRO stage so (hybrid_sharding_allows): it keeps the
-  // parameter gathers on NVLink and sends only gradients across nodes, for a shard 1/nodes as wide.
+  // parameter gathers on NVLink and sends only gradients across nodes, at the price of sharded states
+  // split dp_shard ways instead of dp ways.
   bool hybrid_sharding = true;
 };
 // Custom layouts are tried up to this many virtual stages per rank: Megatron's recipes that need
