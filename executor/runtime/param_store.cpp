@@ -110,8 +110,7 @@ template <class T>
 void ParamGroup<T>::reduce_gradients_blocking() {
   if (zero_ >= 2) return;
   if (shard_group_->size() > 1) shard_group_->all_reduce_sum(grads_.data(), grads_.size());
-  // Zero 1: the optimizer reads only this rank's shard, which the replicas sum.
-  if (zero_ == 1) reduce_over_replicas(grads_.data() + shard_offset(), shard_size());
+  reduce_own_shard_over_replicas();
 }
 
 template <class T>
@@ -124,6 +123,12 @@ template <class T>
 void ParamGroup<T>::wait_reduction() {
   if (pending_) pending_->wait();
   pending_.reset();
+  reduce_own_shard_over_replicas();
+}
+
+template <class T>
+void ParamGroup<T>::reduce_own_shard_over_replicas() {
+  // Zero 1: the optimizer reads only this rank's shard of the full gradient, which the replicas sum.
   if (zero_ == 1) reduce_over_replicas(grads_.data() + shard_offset(), shard_size());
 }
 

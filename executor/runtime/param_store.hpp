@@ -90,6 +90,7 @@ class ParamGroup {
   long shard_offset() const { return shard_size() * shard_group_->rank(); }
   // The replicas' sum of a gradient shard (no-op without hybrid sharding).
   void reduce_over_replicas(T* shard, long n);
+  void reduce_own_shard_over_replicas();
   std::string name_;
   int zero_;
   Communicator* shard_group_;

@@ -350,6 +350,8 @@ RunFacts parse_run_facts(const std::string& framework, const std::string& framew
   return f;
 }
 
+bool priced_as_pytorch_fsdp(const RunFacts& f, int zero) { return f.codebase == "other" && zero == 3; }
+
 RunSettings run_settings(const RunFacts& f, int pp, int zero) {
   RunSettings s;
   AttentionKernel today = AttentionKernel::Default;
@@ -370,7 +372,8 @@ RunSettings run_settings(const RunFacts& f, int pp, int zero) {
   // ZeRO-3 that FSDP codebases share (fms-fsdp, OLMo, Composer, Accelerate): FSDP's traits, eager
   // (torch.compile off, PyTorch's default) unless the `compile` column says otherwise. Megatron-LM
   // had no parameter sharding before 2024-11 (e1993fa6f7, --use-torch-fsdp2: PyTorch's FSDP2).
-  if (f.codebase == "other" && zero == 3) s.framework = Framework::Torchtitan;
+  s.pytorch_fsdp = priced_as_pytorch_fsdp(f, zero);
+  if (s.pytorch_fsdp) s.framework = Framework::Torchtitan;
   if (today == AttentionKernel::Default) today = framework_traits(s.framework).attention_kernel;
   // A kernel the row names is what ran; otherwise the codebase's at its date.
   s.attention_kernel = f.attention_kernel.value_or(dated_kernel(f, today));

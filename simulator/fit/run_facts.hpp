@@ -101,8 +101,13 @@ struct RunSettings {
   PipelineMicroBatches pipeline_micro_batches = PipelineMicroBatches::PerPipelineRank;
   // Which settings came from the table rather than the row (for the validator's "filled" counts).
   bool filled_flash = false, filled_dp_overlap = false, filled_tp_overlap = false, filled_compile = false;
+  bool pytorch_fsdp = false;  // priced_as_pytorch_fsdp: FSDP's code path for a codebase the row does not name
   bool filled_ep_dispatcher = false, filled_ep_overlap = false;
 };
+
+// A row of no named codebase (`other`, empty or unknown) that shards parameters (ZeRO-3) is priced
+// as PyTorch FSDP (run_facts.cpp); the one place that rule is written.
+bool priced_as_pytorch_fsdp(const RunFacts& facts, int zero);
 
 // `pp` and `zero` matter for what a codebase did (Megatron's local DDP with pipelines, DeepSpeed's
 // pipeline engine). Throws Error for a codebase the table does not know.

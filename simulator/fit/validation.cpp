@@ -91,7 +91,8 @@ void check_cells(const CsvTable& t) {
     // not a row to skip. Their messages name the column and value already.
     try {
       const RunFacts facts = row_facts(t, r);
-      if (facts.compile.value_or(false) && facts.codebase == "other" && t.field(r, "zero") != "3")
+      if (facts.compile.value_or(false) && facts.codebase == "other" &&
+          !priced_as_pytorch_fsdp(facts, t.field(r, "zero") == "3" ? 3 : 0))
         throw Error("column 'compile': value '1' with framework 'other' (or empty) and zero '" +
                     t.field(r, "zero") + "': under framework 'other' torch.compile is priced for PyTorch FSDP (zero 3) "
                     "only (0 or empty otherwise)");
@@ -380,9 +381,7 @@ ValidationReport validate_runs(const CsvTable& t, const ValidationOptions& opt) 
       row.filled = fill.filled;
       if (s.model.name.rfind("row ", 0) != 0) row.filled.push_back("model=" + s.model.name);
       // A codebase the row does not name, sharding parameters: priced as PyTorch FSDP (run_facts.cpp).
-      const bool unnamed = row.codebase.empty() || row.codebase == "unknown" || row.codebase == "other";
-      if (unnamed && s.work.framework == Framework::Torchtitan)
-        row.filled.push_back("framework=pytorch-fsdp");
+      if (run.pytorch_fsdp) row.filled.push_back("framework=pytorch-fsdp");
       if (!number(t.field(r, "global_batch"))) row.filled.push_back("global_batch=" + std::to_string(s.work.global_batch));
       const Layout& best_layout = fill.layout;
       s.layout = best_layout;
