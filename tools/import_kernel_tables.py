@@ -184,8 +184,12 @@ def gemm_training_m(m: int) -> bool:
 
 def fill_gemm_holes(lat: dict, M, N, K):
     """Cells missing from the measured set get the FLOP rate of their nearest measured neighbour
-    along k, then n, then m (time scaled by the FLOP ratio): constant efficiency, the same rule
-    the loader uses outside the grid. Returns the filled flat indices."""
+    along k, then n, then m (time scaled by the FLOP ratio), or, where none of the three axes
+    holds one, the measured cell fewest grid steps away: constant efficiency, the same rule
+    the loader uses outside the grid. Only measured cells serve as neighbours: a filled cell
+    must not seed the next one, or one memory-bound cell (k = 32) spreads its FLOP rate along a
+    whole unmeasured row. Returns the filled flat indices."""
+    measured = frozenset(lat)
     filled = []
     axes = [(2, K), (1, N), (0, M)]
     for im, m in enumerate(M):
@@ -201,7 +205,7 @@ def fill_gemm_holes(lat: dict, M, N, K):
                             if 0 <= j < len(values):
                                 cell = [M[idx[0]], N[idx[1]], K[idx[2]]]
                                 cell[axis] = values[j]
-                                if tuple(cell) in lat:
+                                if tuple(cell) in measured:
                                     found = tuple(cell)
                                     break
                         if found:
@@ -209,7 +213,17 @@ def fill_gemm_holes(lat: dict, M, N, K):
                     if found:
                         break
                 if not found:
-                    raise SystemExit(f"GEMM cell {(m, n, k)} has no measured neighbour")
+                    # A corner whose three axes hold no measured cell (m, n and k all at the
+                    # grid's edge): the measured cell fewest grid steps away.
+                    best = None
+                    for cell in measured:
+                        d = (abs(M.index(cell[0]) - im) + abs(N.index(cell[1]) - in_) +
+                             abs(K.index(cell[2]) - ik))
+                        if best is None or (d, cell) < best:
+                            best = (d, cell)
+                    if best is None:
+                        raise SystemExit(f"GEMM cell {(m, n, k)} has no measured neighbour")
+                    found = best[1]
                 fm, fn, fk = found
                 lat[(m, n, k)] = lat[found] * (m * n * k) / (fm * fn * fk)
                 filled.append((im * len(N) + in_) * len(K) + ik)
@@ -227,7 +241,8 @@ def gemm_section(data_root: str, dev: dict) -> list[str]:
         "  # out-features); latency_us[(i_m * len(n) + i_n) * len(k) + i_k], microseconds, 4 significant",
         "  # digits. m keeps the measured multiples of 16 and powers of two (the package's m+1 shapes",
         "  # price inference padding). filled: flat indices not measured, given the FLOP rate of the",
-        "  # nearest measured cell along k, then n, then m.",
+        "  # nearest measured cell along k, then n, then m (a corner with none: the measured cell",
+        "  # fewest grid steps away); filled cells never seed other filled cells.",
         "  tables:",
     ]
     for name, data_dtype in GEMM_DTYPES:
