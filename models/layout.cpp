@@ -621,6 +621,7 @@ FrameworkTraits framework_traits(Framework f) {
       break;
     case Framework::Torchtitan:
       t.cross_entropy = CrossEntropy::TorchFp32;
+      t.zero3_copies_out_gathers = true;
       t.zero3_keeps_params_under_pp = true;
       t.zero2_reduces_per_layer = true;
       t.sp_keeps_gathered_input = true;

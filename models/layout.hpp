@@ -82,6 +82,14 @@ struct FrameworkTraits {
   // The loss over the logits: Megatron's vocab-parallel cross-entropy; torchtitan's
   // F.cross_entropy on fp32-upcast logits (CrossEntropy above).
   CrossEntropy cross_entropy = CrossEntropy::MegatronFp32;
+  // FSDP2 (fully_shard: per-parameter DTensor shards) gathers a layer's shards into one all-gather
+  // buffer and then copies each parameter out of it into its own unsharded tensor, on the compute
+  // stream before the layer runs (torch/distributed/_composable/fsdp/_fsdp_param_group.py
+  // wait_for_unshard -> foreach_all_gather_copy_out, record_function "FSDP::all_gather_copy_out";
+  // PyTorch 2.4-2.6): a read and a write of the gathered bytes per gather. FSDP1's FlatParameter
+  // gathers into the flat buffer its parameters are views of (no copy: Workload::fsdp1), as do
+  // DeepSpeed's ZeRO-3 and Megatron-FSDP's buffers.
+  bool zero3_copies_out_gathers = false;
   // ZeRO-3 gathers: DeepSpeed's stage 3 all-gathers each weight on its own (tensors under
   // stage3_param_persistence_threshold, 1e5 elements, i.e. biases and norms, stay resident); FSDP
   // and Megatron-FSDP gather one flat buffer per layer.
@@ -315,6 +323,11 @@ struct Workload {
   // optimizer step), so the gather moves 1 byte an element and the layer gets an fp8 weight it
   // does not cast again. Off by default, as in torchtitan; see fsdp_float8_gathers().
   bool fsdp_float8_all_gather = false;
+  // PyTorch FSDP1 (FullyShardedDataParallel's FlatParameter) rather than FSDP2 (fully_shard), for
+  // the torchtitan code path: the gathered parameters are views of the all-gather's flat buffer,
+  // with no copy-out (FrameworkTraits::zero3_copies_out_gathers). torchtitan runs FSDP2; the
+  // validator sets this for an unnamed FSDP codebase of before FSDP2's first release.
+  bool fsdp1 = false;
   // torchtitan fp8 training's float8 recipe (Float8Recipe); priced in step_program.cpp (the casts,
   // the weight gradient's dtype) and there for the TP plan (rowwise runs torchtitan's plain
   // Colwise/RowwiseParallel, gathering bf16), the async-TP fusion and the FSDP float8 all-gather

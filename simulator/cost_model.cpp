@@ -182,6 +182,11 @@ std::vector<StageTime> stage_times(const ModelSpec& model, const HardwareProfile
       s.forward += host_f;
       s.backward += host_b;
       s.overhead += host_f + host_b;
+      // FSDP2's copy-out of what each gather brought, on the compute stream before the layers run.
+      const Seconds copy_f = dp.gather_copy_out, copy_b = dp.backward_gather_passes * dp.gather_copy_out;
+      s.forward += copy_f;
+      s.backward += copy_b;
+      s.compute += copy_f + copy_b;
     }
     // One micro-batch's backward as it runs, exposed TP/CP/EP communication included: the DP
     // stream keeps reducing while the compute stream waits on those (the simulator does the same).
@@ -219,9 +224,9 @@ std::vector<StageTime> stage_times(const ModelSpec& model, const HardwareProfile
           return overlap::exposed_param_gather(dp.gather_pass, w, layers);
         });
         if (dp.gather_once) {
-          // Gathered in the first forward and kept; gradients accumulate unsharded and are
-          // reduce-scattered once, during the last backward.
-          s.dp = gather_f + overlap::with_hiding_cost(dp.reductions_time(), window, slow, [&](Seconds w) {
+          // Gathered in the first forward and kept (and copied out once, FSDP2); gradients
+          // accumulate unsharded and are reduce-scattered once, during the last backward.
+          s.dp = gather_f + dp.gather_copy_out + overlap::with_hiding_cost(dp.reductions_time(), window, slow, [&](Seconds w) {
                    return overlap::exposed_grad_reduction(DpOverlap::PerLayer, dp.reductions_time(), w, dp.reductions);
                  });
           break;
@@ -310,6 +315,12 @@ Prediction predict(const ModelSpec& model, const HardwareProfile& hw, const Work
       add(run.program->backward, m * run.layers);
     }
     for (const auto* ops : {&st.edges->pre_forward, &st.edges->pre_backward, &st.edges->post_forward, &st.edges->post_backward}) add(*ops, m);
+    // FSDP2's gather copy-out runs on the compute stream with the layers (stage_times).
+    if (l.zero == 3) {
+      const DpTraffic dp = dp_traffic(model, hw, work, l, st);
+      if (!dp.gather_once && dp.gather_copy_out > 0)
+        by_class[OpClass::Elementwise] += m * (1 + dp.backward_gather_passes) * dp.gather_copy_out;
+    }
     for (const auto& [c, s] : by_class) p.compute_by_op_class.emplace_back(to_string(c), s);
   }
   TimeBreakdown& t = p.time;

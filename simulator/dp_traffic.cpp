@@ -99,9 +99,26 @@ DpOps dp_ops(const ModelSpec& model, const Workload& work, const Layout& l, cons
   }
   if (l.zero == 1 || l.zero == 2)
     add("param_gather", "expert_param_gather", DpRole::ParamGather, Collective::AllGather, dense_gathered, expert_weights, 1, 1);
-  if (l.zero == 3)
+  if (l.zero == 3) {
+    const Count gathers_per_step = d.gather_once ? Count(d.gathers) : m * d.gathers * (1 + d.backward_gather_passes);
     add("zero3_gather", "expert_zero3_gather", DpRole::Zero3Gather, Collective::AllGather, dense_gathered, expert_weights,
-        d.gathers, d.gather_once ? Count(d.gathers) : m * d.gathers * (1 + d.backward_gather_passes));
+        d.gathers, gathers_per_step);
+    // FSDP2 copies every gathered parameter out of the all-gather buffer: read and write the
+    // gathered bytes, after each gather (FrameworkTraits::zero3_copies_out_gathers).
+    if (fw.zero3_copies_out_gathers && !work.fsdp1) {
+      auto copy_out = [&](const char* name, Bytes gathered, bool expert, int group_size) {
+        if (gathered <= 0 || group_size <= 1) return;
+        Op c;
+        c.name = name;
+        c.kind = OpKind::Memory;
+        c.op_class = OpClass::Elementwise;
+        c.bytes = 2.0 * gathered / d.gathers;
+        d.ops.push_back({c, DpRole::Zero3CopyOut, expert, gathers_per_step});
+      };
+      copy_out("zero3_gather_copy_out", dense_gathered, false, dense_group_size);
+      copy_out("expert_zero3_gather_copy_out", expert_weights, true, expert_group_size);
+    }
+  }
   // AdamW over this rank's shard: reads the master weights (the weights in fp32 training), the
   // gradient and both moments, writes the master, the moments and the low-precision copy
   // (28-30 bytes per parameter with fp32 moments).
@@ -146,6 +163,7 @@ struct DpPlacements {
 Seconds op_time(const DpOp& o, const DpPlacements& where, const HardwareProfile& hw) {
   if (o.role == DpRole::Optimizer)
     return o.op.bytes / (hw.memory_bandwidth * hw.memory_efficiency) + 10 * hw.kernel_overhead + hw.step_overhead;
+  if (o.role == DpRole::Zero3CopyOut) return o.op.bytes / (hw.memory_bandwidth * hw.memory_efficiency);
   return collective_time(o.op.collective, o.op.message, where.of(o), hw) + list_collective_extra(o, hw);
 }
 }  // namespace
@@ -161,7 +179,8 @@ DpTraffic dp_traffic(const ModelSpec& model, const HardwareProfile& hw, const Wo
   DpTraffic t;
   static_cast<DpSchedule&>(t) = d;
   const DpPlacements where(l, hw.scale_up_gpus());
-  Seconds gather_one = 0;  // one gather of each group
+  Seconds gather_one = 0;    // one gather of each group
+  Seconds copy_out_one = 0;  // and its copy-out
   for (const DpOp& o : d.ops) {
     const Seconds one = op_time(o, where, hw);
     switch (o.role) {
@@ -176,10 +195,12 @@ DpTraffic dp_traffic(const ModelSpec& model, const HardwareProfile& hw, const Wo
       }
       case DpRole::ParamGather: t.param_gather += one; break;
       case DpRole::Zero3Gather: gather_one += one; break;
+      case DpRole::Zero3CopyOut: copy_out_one += one; break;
       case DpRole::Optimizer: t.optimizer = one; break;
     }
   }
   t.gather_pass = d.gathers * gather_one;
+  t.gather_copy_out = d.gathers * copy_out_one;
   if (l.zero == 3 && fw.zero3_gather_per_tensor) t.fetch_host = double(t.gathers) * kZero3FetchHostOps * hw.kernel_overhead;
   if (l.zero != 3 && l.dp_overlap == DpOverlap::PerLayer) {
     const StateBytes sb = state_bytes(work);

@@ -12,7 +12,9 @@
 namespace sixfold {
 
 // What a DP op does in the step.
-enum class DpRole { Reduction, ParamGather, Zero3Gather, Optimizer };
+// Zero3CopyOut: FSDP2's copy of each gathered parameter out of the all-gather buffer, a memory
+// op on the compute stream after each ZeRO-3 gather (FrameworkTraits::zero3_copies_out_gathers).
+enum class DpRole { Reduction, ParamGather, Zero3Gather, Zero3CopyOut, Optimizer };
 
 struct DpOp {
   Op op;                      // a collective (message: one collective's bytes) or the optimizer (memory: its traffic)
@@ -55,6 +57,8 @@ struct DpTraffic : DpSchedule {
   // Host time of one pass's per-tensor fetches (DeepSpeed's ZeRO-3 module hooks), spent on the
   // compute stream's critical path: the hook waits for its gather before the module runs.
   Seconds fetch_host = 0;
+  // FSDP2's copy-out of one pass's gathered parameters, on the compute stream (Zero3CopyOut ops).
+  Seconds gather_copy_out = 0;
   // Per-layer reduction by hand (a backward hook per layer, the seed paper's variant): the layer's
   // gradient tensors are flattened into one buffer for the collective and the result copied back,
   // two extra read+write passes over the gradients on the compute stream, per gradient pass. DDP's

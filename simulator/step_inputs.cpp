@@ -118,6 +118,8 @@ PipelineInputs pipeline_inputs(const ModelSpec& model, const HardwareProfile& hw
       ch.reduction_copy = dp.flatten_copy / v;
       ch.param_gather = l.zero == 3 ? dp.gather_pass / v : 0;
       ch.param_gather_backward = dp.backward_gather_passes * ch.param_gather;
+      ch.gather_copy_out = l.zero == 3 ? dp.gather_copy_out / v : 0;
+      ch.gather_copy_out_backward = dp.backward_gather_passes * ch.gather_copy_out;
       if (l.zero == 3 && !dp.gather_once) {  // DeepSpeed's per-module fetches, as the closed form
         ch.forward.overhead += dp.fetch_host / v;
         ch.backward.overhead += dp.backward_gather_passes * dp.fetch_host / v;

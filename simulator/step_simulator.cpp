@@ -110,6 +110,8 @@ SimulationResult simulate_pipeline(const PipelineInputs& in) {
         t.duration = cost_of(ch, b.phase).duration();
         const bool reduce_now = b.phase == grad_phase && (st.reduce_every_micro_batch || b.micro_batch == m - 1);
         if (reduce_now && in.dp_overlap != DpOverlap::None) t.duration += ch.reduction_copy;
+        // The block that a ZeRO-3 gather feeds copies its parameters out first (FSDP2).
+        if (gather_next >= 0) t.duration += b.phase == Phase::Forward ? ch.gather_copy_out : ch.gather_copy_out_backward;
         const int id = sim.add(t);
         block[at(s, b.chunk, b.micro_batch, b.phase)] = id;
         bk.blocks.push_back(id);

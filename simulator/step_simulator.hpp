@@ -35,6 +35,8 @@ struct ChunkInputs {
   Seconds reduction_copy = 0;  // compute-stream copies of a hand-written per-layer reduction (DpTraffic::flatten_copy)
   Seconds param_gather = 0;  // ZeRO-3: all-gather of this chunk's parameters before a forward block
   Seconds param_gather_backward = 0;  // and before a backward block (twice where recompute re-gathers)
+  // FSDP2's copy-out of those gathers, on the compute stream in the block they feed (DpTraffic::gather_copy_out)
+  Seconds gather_copy_out = 0, gather_copy_out_backward = 0;
   int layers = 1;            // transformer layers of the chunk (ZeRO-3 prefetches layer by layer)
 };
 

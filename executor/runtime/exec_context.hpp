@@ -57,7 +57,7 @@ struct ExecContext {
   void acquire_weights(Group* g) const {
     if (!g) return;
     OpScope timer(dp.zero3(g->expert()));
-    g->acquire_weights();
+    g->acquire_weights(dp.copy_out(g->expert()).id);
   }
   template <class Group>
   void release_grads(Group* g, Communicator* tp) const {

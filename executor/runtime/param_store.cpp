@@ -59,10 +59,27 @@ T* ParamGroup<T>::grad(int tensor) {
 }
 
 template <class T>
-void ParamGroup<T>::acquire_weights() {
+void ParamGroup<T>::acquire_weights(const char* copy_out_op) {
   if (zero_ < 3 || weight_users_++ > 0) return;
   gathered_.reset(memory_, MemoryCategory::Buffers, padded_);
-  shard_group_->all_gather(weights_.data(), gathered_.data(), shard_size(), elem_type_of<T>());
+  if (!copy_out_op) {
+    shard_group_->all_gather(weights_.data(), gathered_.data(), shard_size(), elem_type_of<T>());
+    return;
+  }
+  // The all-gather's own output buffer, then the copy out of it. Outside the memory tracker, as the
+  // cost model counts no memory for it (a transient of one group that the allocator reuses).
+  const std::size_t bytes = std::size_t(padded_) * sizeof(T);
+  DeviceStorage& storage = backend_->storage();
+  void* staging = storage.allocate(bytes);
+  try {
+    shard_group_->all_gather(weights_.data(), static_cast<T*>(staging), shard_size(), elem_type_of<T>());
+    ScopedOpTimer timer(*backend_, copy_out_op);
+    storage.copy(gathered_.data(), staging, bytes);
+  } catch (...) {
+    storage.release(staging, bytes);
+    throw;
+  }
+  storage.release(staging, bytes);
 }
 
 template <class T>

@@ -63,7 +63,10 @@ class ParamGroup {
   // Full gradient of a tensor to accumulate into; under zero >= 2 only between acquire and release.
   T* grad(int tensor);
 
-  void acquire_weights();
+  // zero 3: all-gathers the weights (once for nested users). With `copy_out_op` (FSDP2's way, the
+  // program's zero3_gather_copy_out), into a staging buffer first and then copied into the
+  // gathered weights, timed as that op; without it, straight into them (FSDP1's flat buffer).
+  void acquire_weights(const char* copy_out_op = nullptr);
   void release_weights();
   void acquire_grads();
   // zero >= 2: sums the TP-partial tensors over tp (when given), reduce-scatters over the shard

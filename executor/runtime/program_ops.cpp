@@ -57,7 +57,8 @@ OpHandle RankProgram::dp_op(Backend& backend, const char* name) const {
 DpHandles dp_handles(const RankProgram& p, Backend& b) {
   return {p.dp_op(b, "grad_reduce"),  p.dp_op(b, "expert_grad_reduce"),  p.dp_op(b, "param_gather"),
           p.dp_op(b, "expert_param_gather"), p.dp_op(b, "zero3_gather"), p.dp_op(b, "expert_zero3_gather"),
-          p.dp_op(b, "optimizer_step"), p.dp_op(b, "grad_replica_reduce")};
+          p.dp_op(b, "optimizer_step"), p.dp_op(b, "grad_replica_reduce"), p.dp_op(b, "zero3_gather_copy_out"),
+          p.dp_op(b, "expert_zero3_gather_copy_out")};
 }
 
 std::vector<const ProgramOpList*> RankProgram::lists() const {

@@ -69,9 +69,11 @@ struct OpHandle {
 struct DpHandles {
   OpHandle grad_reduce, expert_grad_reduce, param_gather, expert_param_gather, zero3_gather, expert_zero3_gather, optimizer;
   OpHandle grad_replica_reduce;  // hybrid sharding: a gradient shard summed over its replicas
+  OpHandle zero3_copy_out, expert_zero3_copy_out;  // FSDP2: each gather's copy into the parameters
   const OpHandle& reduce(bool expert) const { return expert ? expert_grad_reduce : grad_reduce; }
   const OpHandle& gather_after_step(bool expert) const { return expert ? expert_param_gather : param_gather; }
   const OpHandle& zero3(bool expert) const { return expert ? expert_zero3_gather : zero3_gather; }
+  const OpHandle& copy_out(bool expert) const { return expert ? expert_zero3_copy_out : zero3_copy_out; }
 };
 DpHandles dp_handles(const RankProgram& program, Backend& backend);
 

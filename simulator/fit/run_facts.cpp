@@ -105,7 +105,8 @@ enum class Setting {
   PipelineMicroBatchOfOne,
   TpOverlap,
   Bf16Optimizer,
-  PipelineBf16Stage0Only
+  PipelineBf16Stage0Only,
+  Fsdp2
 };
 
 // What a codebase did by default in [from, until) (yyyymm; 0 = open). "*" is every codebase.
@@ -191,6 +192,15 @@ const DatedDefault kDatedDefaults[] = {
     {"torchtitan", 0, 202504, Setting::CompiledLoss, false, 1, 3,
      "before bbb1b616e torchtitan compiled the blocks only: train.py (9dec370, 2024-12) 'TODO: compiling loss "
      "function causes CUDA errors, turning off for now'"},
+    {"*", 0, 0, Setting::Fsdp2, true, 1, 3,
+     "PyTorch FSDP is FSDP2 (fully_shard), torchtitan's from its first release and PyTorch's recommended FSDP since "
+     "2.4; only the torchtitan code path reads it (Workload::fsdp1)"},
+    {"other", 0, 202407, Setting::Fsdp2, false, 1, 3,
+     "FSDP2 (torch.distributed._composable.fsdp.fully_shard) was first released in PyTorch 2.4 (2024-07-24): an "
+     "unnamed FSDP codebase of before it ran FSDP1's FullyShardedDataParallel (fms-fsdp's main_training.py, 2024-02)"},
+    {"llm-foundry", 0, 0, Setting::Fsdp2, false, 1, 3,
+     "Composer wraps the model in FSDP1's FullyShardedDataParallel (composer/distributed/dist_strategy.py "
+     "prepare_fsdp_module); its FSDP2 path is opt-in and came after llm-foundry's benchmark tables"},
     {"megatron-lm", 202311, 0, Setting::TpOverlap, true, 1, 3,
      "Megatron-Core overlaps TP communication with GEMMs through TransformerEngine's userbuffers "
      "(--tp-comm-overlap, Megatron-LM commits e19dcb6 and 116ffdd, 2023-10); off in Megatron-LM's argument "
@@ -320,9 +330,12 @@ RunFacts parse_run_facts(const std::string& framework, const std::string& framew
     throw Error("column 'ep_dispatcher': value '" + ep_dispatcher + "' is not alltoall, deepep, hybridep or empty");
   f.ep_overlap = flag01("ep_overlap", ep_overlap);
   f.fsdp_float8_all_gather = flag01("fsdp_float8_all_gather", fsdp_float8_all_gather);
-  if (f.fsdp_float8_all_gather.value_or(false) && f.codebase != "torchtitan")
+  // torchao's float8 training (Float8Linear, its FSDP2 float8 all-gather) is torchtitan's, and
+  // PyTorch FSDP's under framework 'other' (zero 3; the validator checks the row's zero).
+  if (f.fsdp_float8_all_gather.value_or(false) && f.codebase != "torchtitan" && f.codebase != "other")
     throw Error("column 'fsdp_float8_all_gather': value '1' with framework '" + f.codebase +
-                "': it is torchtitan's enable_fsdp_float8_all_gather (0 or empty for other codebases)");
+                "': it is torchao's FSDP float8 all-gather (torchtitan's enable_fsdp_float8_all_gather), priced for "
+                "torchtitan and for PyTorch FSDP under framework 'other' with zero 3 (0 or empty for other codebases)");
   if (!float8_recipe.empty() && float8_recipe != "unknown") {
     try {
       f.float8_recipe = parse_float8_recipe(float8_recipe);
@@ -330,9 +343,10 @@ RunFacts parse_run_facts(const std::string& framework, const std::string& framew
       throw Error("column 'float8_recipe': value '" + float8_recipe +
                   "' is not tensorwise, rowwise, rowwise_with_gw_hp or empty");
     }
-    if (f.codebase != "torchtitan")
+    if (f.codebase != "torchtitan" && f.codebase != "other")
       throw Error("column 'float8_recipe': value '" + float8_recipe + "' with framework '" + f.codebase +
-                  "': it is torchtitan's float8 recipe_name (empty for other codebases)");
+                  "': it is torchao's float8 recipe (torchtitan's recipe_name), priced for torchtitan and for PyTorch "
+                  "FSDP under framework 'other' with zero 3 (empty for other codebases)");
   }
   if (grad_reduce_dtype == "bf16") f.grad_reduce_in_bf16 = true;
   else if (grad_reduce_dtype == "fp32") f.grad_reduce_in_bf16 = false;
@@ -374,6 +388,7 @@ RunSettings run_settings(const RunFacts& f, int pp, int zero) {
   // had no parameter sharding before 2024-11 (e1993fa6f7, --use-torch-fsdp2: PyTorch's FSDP2).
   s.pytorch_fsdp = priced_as_pytorch_fsdp(f, zero);
   if (s.pytorch_fsdp) s.framework = Framework::Torchtitan;
+  s.fsdp1 = s.framework == Framework::Torchtitan && !dated_default(f, Setting::Fsdp2, pp, zero);
   if (today == AttentionKernel::Default) today = framework_traits(s.framework).attention_kernel;
   // A kernel the row names is what ran; otherwise the codebase's at its date.
   s.attention_kernel = f.attention_kernel.value_or(dated_kernel(f, today));

@@ -102,6 +102,7 @@ struct RunSettings {
   // Which settings came from the table rather than the row (for the validator's "filled" counts).
   bool filled_flash = false, filled_dp_overlap = false, filled_tp_overlap = false, filled_compile = false;
   bool pytorch_fsdp = false;  // priced_as_pytorch_fsdp: FSDP's code path for a codebase the row does not name
+  bool fsdp1 = false;         // Workload::fsdp1: the codebase's PyTorch FSDP is FSDP1 at its date (Setting::Fsdp2)
   bool filled_ep_dispatcher = false, filled_ep_overlap = false;
 };
 

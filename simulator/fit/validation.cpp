@@ -91,11 +91,17 @@ void check_cells(const CsvTable& t) {
     // not a row to skip. Their messages name the column and value already.
     try {
       const RunFacts facts = row_facts(t, r);
-      if (facts.compile.value_or(false) && facts.codebase == "other" &&
-          !priced_as_pytorch_fsdp(facts, t.field(r, "zero") == "3" ? 3 : 0))
-        throw Error("column 'compile': value '1' with framework 'other' (or empty) and zero '" +
-                    t.field(r, "zero") + "': under framework 'other' torch.compile is priced for PyTorch FSDP (zero 3) "
-                    "only (0 or empty otherwise)");
+      // Under framework 'other' the PyTorch-only columns price PyTorch FSDP, that is zero 3.
+      const bool other_not_fsdp = facts.codebase == "other" && !priced_as_pytorch_fsdp(facts, t.field(r, "zero") == "3" ? 3 : 0);
+      auto pytorch_fsdp_only = [&](const std::string& col, bool set) {
+        if (set && other_not_fsdp)
+          throw Error("column '" + col + "': value '" + t.field(r, col) + "' with framework 'other' (or empty) and zero '" +
+                      t.field(r, "zero") + "': under framework 'other' it is priced for PyTorch FSDP (zero 3) only "
+                      "(0 or empty otherwise)");
+      };
+      pytorch_fsdp_only("compile", facts.compile.value_or(false));
+      pytorch_fsdp_only("fsdp_float8_all_gather", facts.fsdp_float8_all_gather.value_or(false));
+      pytorch_fsdp_only("float8_recipe", facts.float8_recipe.has_value());
       if (facts.fsdp_float8_all_gather.value_or(false) && t.field(r, "dtype") != "fp8")
         throw Error("column 'fsdp_float8_all_gather': value '1' with dtype '" + t.field(r, "dtype") +
                     "': the float8 all-gather gathers fp8 training's weights (0 or empty otherwise)");
@@ -317,6 +323,7 @@ Scenario scenario_from_row(const CsvTable& t, size_t r, const HardwareLookup& lo
   s.work.deepep_dispatch = settings.deepep_dispatch && m.moe.enabled();
   s.work.bf16_adam_moments = settings.bf16_adam_moments;
   s.work.grad_reduce_in_bf16 = settings.grad_reduce_in_bf16;
+  s.work.fsdp1 = settings.fsdp1;
   s.work.compile = settings.compile;
   s.work.fsdp_float8_all_gather = settings.fsdp_float8_all_gather;
   if (!settings.dp_overlap) l.dp_overlap = DpOverlap::None;

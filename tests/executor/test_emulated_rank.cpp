@@ -4,6 +4,8 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <set>
+#include <string>
 
 #include "common/error.hpp"
 #include "executor/comm/emulated_communicator.hpp"
@@ -11,6 +13,7 @@
 #include "executor/runtime/run.hpp"
 #include "simulator/cost_model.hpp"
 #include "simulator/hardware_profile.hpp"
+#include "simulator/op_listing.hpp"
 #include "tiny_model.hpp"
 
 using namespace sixfold;
@@ -114,4 +117,37 @@ TEST_CASE("emulated rank: MoE under TP needs SP (the EP peers include TP peers, 
   l.sp = true;
   const RunReport r = run_plan(tiny_model(true), l, tiny_workload(), opt);
   CHECK(std::isfinite(r.losses[0]));
+}
+
+TEST_CASE("emulated rank: torchtitan's ZeRO-3 copies each gather out (FSDP2), timed as the program's copy-out op") {
+  Layout l;
+  l.dp = 4;
+  l.zero = 3;
+  l.micro_batch = 1;
+  const ModelSpec model = tiny_model();
+  Workload work = tiny_workload();
+  work.framework = Framework::Torchtitan;
+  RunOptions opt;
+  opt.steps = 1;
+  opt.emulate_rank = 2;
+  const RunReport r = run_plan(model, l, work, opt);
+  std::set<std::string> listed, ran;
+  for (const ListedOp& o : list_ops(model, load_hardware("cpu-dev"), work, l, expand_step_program(model, l, work)))
+    listed.insert(o.id);
+  long gathers = 0, copies = 0;
+  for (const MeasuredOp& o : r.ops) {
+    ran.insert(o.id);
+    if (o.name == "zero3_gather") gathers = o.calls;
+    if (o.name == "zero3_gather_copy_out") {
+      copies = o.calls;
+      CHECK(o.seconds > 0);
+    }
+  }
+  CHECK(ran == listed);
+  CHECK(copies > 0);
+  CHECK(copies == gathers);
+  // FSDP1 gathers in place: no copy-out op, none run.
+  work.fsdp1 = true;
+  const RunReport one = run_plan(model, l, work, opt);
+  for (const MeasuredOp& o : one.ops) CHECK(o.name != "zero3_gather_copy_out");
 }

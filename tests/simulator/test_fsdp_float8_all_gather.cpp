@@ -184,3 +184,33 @@ TEST_CASE("the fsdp_float8_all_gather column: read for torchtitan fp8 rows, unst
   CHECK_THROWS_WITH_AS(validate_runs(parse_csv(header + "\nB2" + row + "yes\n", "y.csv"), {}),
                        doctest::Contains("column 'fsdp_float8_all_gather': value 'yes'"), Error);
 }
+
+TEST_CASE("the float8 columns under framework other: PyTorch FSDP's torchao (zero 3), a row without ZeRO-3 is the file's error") {
+  // OLMo-core and other FSDP2 codebases train fp8 with torchao's Float8Linear and its float8
+  // all-gather, as torchtitan does; under framework 'other' those rows are priced as PyTorch FSDP.
+  const std::string header =
+      "id,source,layers,hidden,ffn,heads,kv_heads,vocab,seq,experts,topk,moe_ffn,gpu,gpus,gpus_per_node,dp,tp,pp,vpp,"
+      "cp,ep,sp,zero,micro_batch,global_batch,recompute,dtype,tflops_hw,tflops_model,mfu_pct,tokens_per_gpu_s,iter_s,"
+      "peak_mem_gib,framework,framework_date,attention,dp_overlap,tp_overlap,compile,fsdp_float8_all_gather,float8_recipe";
+  auto row = [](const char* id, const char* zero, const char* gather, const char* recipe) {
+    const std::string compile = std::string(zero) == "3" ? "1" : "";
+    return std::string("\n") + id + ",a,32,4096,11008,32,32,100352,4096,,,,h100-sxm-80g,8,8,8,1,1,1,1,1,0," + zero +
+           ",2,1024,none,fp8,,,,13000,,,other,2024-11,flash,1,," + compile + "," + gather + "," + recipe;
+  };
+  const ValidationReport rep = validate_runs(
+      parse_csv(header + row("G1", "3", "1", "tensorwise") + row("G0", "3", "0", "") + "\n", "o.csv"), {});
+  REQUIRE(rep.rows.size() == 2);
+  for (const RowResult& r : rep.rows) REQUIRE_MESSAGE(r.scored, r.id << ": " << r.skip_reason);
+  CHECK(rep.rows[0].scenario.work.framework == Framework::Torchtitan);
+  CHECK(rep.rows[0].scenario.work.fsdp_float8_all_gather);
+  CHECK_FALSE(rep.rows[1].scenario.work.fsdp_float8_all_gather);
+  CHECK(rep.rows[0].predicted.at("tokens_per_gpu_s") > rep.rows[1].predicted.at("tokens_per_gpu_s"));
+  CHECK_THROWS_WITH_AS(validate_runs(parse_csv(header + row("Z1", "1", "1", "") + "\n", "z.csv"), {}),
+                       doctest::Contains("z.csv:2: column 'fsdp_float8_all_gather': value '1' with framework 'other'"),
+                       Error);
+  CHECK_THROWS_WITH_AS(validate_runs(parse_csv(header + row("Z2", "1", "", "rowwise") + "\n", "r.csv"), {}),
+                       doctest::Contains("r.csv:2: column 'float8_recipe': value 'rowwise' with framework 'other'"),
+                       Error);
+  CHECK_THROWS_WITH_AS(parse_run_facts("deepspeed", "2024-11", "flash", "1", "", "", "", "", "1"),
+                       doctest::Contains("column 'fsdp_float8_all_gather': value '1' with framework 'deepspeed'"), Error);
+}
