@@ -141,13 +141,18 @@ RowFill fill_unstated_choices(const CsvTable& t, size_t r, const Scenario& row, 
   });
 
   // The fastest that fits (on a tie the first, the cheaper recompute); if nothing fits, the
-  // least memory.
+  // least memory. Fitting with the caching allocator's reserve beats fitting only by its retries:
+  // a run whose reserved memory exceeds the GPU frees its cache and retries its allocations
+  // (cudaFree of every cached block, a device synchronisation each time), which a run tuned for
+  // throughput does not choose where a layout without them exists; the measured rows that fit
+  // only so ran slower than priced (bench/RESULTS.md, 2026-12-06).
   RowFill best;
+  int best_tier = 0;  // 0 does not fit, 1 fits only by the allocator's retries, 2 fits
   bool any = false;
   std::string last_error;
-  // Prices a trial and keeps it if it is the best so far; whether it fits, or nothing when the
-  // layout is invalid.
-  auto consider = [&](bool compile, const Layout& l) -> std::optional<bool> {
+  // Prices a trial and keeps it if it is the best so far; how it fits (the tier), or nothing when
+  // the layout is invalid.
+  auto consider = [&](bool compile, const Layout& l) -> std::optional<int> {
     try {
       validate_layout(model, l, row.work, row.gpus);
     } catch (const LayoutError& e) {
@@ -161,17 +166,19 @@ RowFill fill_unstated_choices(const CsvTable& t, size_t r, const Scenario& row, 
     Prediction p = price(trial);
     // A run that ran fitted its live tensors; fragmentation only made it retry (memory_needed_to_run).
     const bool fits = memory_needed_to_run(p) <= row.hardware.memory_capacity;
+    const int tier = !fits ? 0 : p.peak_memory > row.hardware.memory_capacity ? 1 : 2;  // memory_fit's order
     const bool better =
-        !any || (fits && !best.fits) ||
-        (fits == best.fits && (fits ? p.step_time < best.prediction.step_time : p.peak_memory < best.prediction.peak_memory));
+        !any || tier > best_tier ||
+        (tier == best_tier && (fits ? p.step_time < best.prediction.step_time : p.peak_memory < best.prediction.peak_memory));
     if (better) {
       best.prediction = p;
       best.layout = l;
       best.fits = fits;
+      best_tier = tier;
       best.compile = compile;
       any = true;
     }
-    return fits;
+    return tier;
   };
   const bool block_recompute = unstated_recompute && run.has_block_recompute;
   const bool every_recompute = unstated_recompute && run.has_every_recompute;
@@ -181,10 +188,11 @@ RowFill fill_unstated_choices(const CsvTable& t, size_t r, const Scenario& row, 
       continue;
     }
     const Layout& l = trial.layout;
-    const std::optional<bool> fits = consider(trial.compile, l);
+    const int tier = consider(trial.compile, l).value_or(0);
     // Where every layer recomputed fits, fewer recomputed layers may too, and are faster: the
-    // fewest that fit (memory falls and time rises with the count), found by bisection.
-    if (l.recompute != Recompute::Full || !fits.value_or(false)) continue;
+    // fewest that fit as well (memory falls and time rises with the count), found by bisection.
+    if (l.recompute != Recompute::Full || tier == 0) continue;
+    auto fits_as_well = [&](const Layout& x) { return consider(trial.compile, x).value_or(0) >= tier; };
     const std::vector<int> chunks = virtual_stage_layer_counts(model, l);
     if (every_recompute) {
       // torchtitan: checkpointing every k-th layer, the largest k that fits (k = 1 is every
@@ -193,7 +201,7 @@ RowFill fill_unstated_choices(const CsvTable& t, size_t r, const Scenario& row, 
       while (lo < hi) {
         Layout x = l;
         x.recompute_every = (lo + hi + 1) / 2;
-        if (consider(trial.compile, x).value_or(false)) lo = x.recompute_every;
+        if (fits_as_well(x)) lo = x.recompute_every;
         else hi = x.recompute_every - 1;
       }
     }
@@ -203,7 +211,7 @@ RowFill fill_unstated_choices(const CsvTable& t, size_t r, const Scenario& row, 
     while (lo < hi) {
       Layout x = l;
       x.recompute_num_layers = (lo + hi) / 2;
-      if (consider(trial.compile, x).value_or(false)) hi = x.recompute_num_layers;
+      if (fits_as_well(x)) hi = x.recompute_num_layers;
       else lo = x.recompute_num_layers + 1;
     }
   }
