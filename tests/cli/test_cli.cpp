@@ -231,6 +231,17 @@ TEST_CASE("validate --explain: one row priced as the full run prices it, by comp
   CHECK(r.code == 2);
 }
 
+TEST_CASE("validate --explain names PyTorch FSDP1 where a row's codebase ran it, and not where FSDP2 copied its gathers out") {
+  // fms-fsdp (framework other, 2024-02: before FSDP2's release) gathers in place; OLMo-core (other,
+  // 2024-11) runs FSDP2, whose copy-out is an op of the step.
+  Result r = run_sixfold(std::string("validate ") + SIXFOLD_SOURCE_DIR + "/bench/spot_checks/fms_fsdp.csv --explain FS3");
+  REQUIRE(r.code == 0);
+  CHECK(contains(r.output, "FSDP1 (gathers in place, no copy-out)"));
+  r = run_sixfold(std::string("validate ") + SIXFOLD_SOURCE_DIR + "/bench/spot_checks/olmo_core.csv --explain OC3");
+  REQUIRE(r.code == 0);
+  CHECK_FALSE(contains(r.output, "FSDP1"));
+}
+
 TEST_CASE("validate: a row of a codebase no measured residual names takes its GPU's band, and says so") {
   // llm-foundry rows are priced with torchtitan's traits; the bands hold no llm-foundry run.
   const std::string file = "bench/spot_checks/llm_foundry_mpt.csv";
@@ -846,7 +857,7 @@ TEST_CASE("--cross-entropy and --train-metric-passes: priced, named in --json, b
 TEST_CASE("the out-of-source spot checks in bench/spot_checks load and every row is scored") {
   for (const char* file : {"bench/spot_checks/llm_foundry_mpt.csv", "bench/spot_checks/megatron_2021_table1.csv",
                            "bench/spot_checks/llama3_405b_table4.csv", "bench/spot_checks/dgxc_benchmarking.csv",
-                           "bench/spot_checks/fms_fsdp.csv"}) {
+                           "bench/spot_checks/fms_fsdp.csv", "bench/spot_checks/olmo_core.csv"}) {
     Result r = run_sixfold(std::string("validate ") + SIXFOLD_SOURCE_DIR + "/" + file + " --json");
     CAPTURE(file);
     REQUIRE(r.code == 0);

@@ -39,6 +39,7 @@ std::string scenario_header(const Scenario& s) {
          (s.work.fp8_activation_input_store ? ", SwiGLU input stored in fp8" : "") +
          (s.work.compile ? ", torch.compile" : "") +
          (s.work.fsdp_float8_all_gather ? ", FSDP float8 all-gather" : "") +
+         (s.work.fsdp1 && s.layout.zero == 3 ? ", FSDP1 (gathers in place, no copy-out)" : "") +
          (s.work.float8_recipe != Float8Recipe::Tensorwise ? ", float8 " + to_string(s.work.float8_recipe) : "") +
          (s.work.bf16_adam_moments ? ", bf16 Adam moments" : "") +
          (s.work.grad_reduce_in_bf16 ? ", gradients reduced in bf16" : "") +
