@@ -3,7 +3,8 @@
 # the same files (the team's shared validation set), given as the argument. Tests and `sixfold
 # validate` read only the copy, so a fresh clone with nothing beside it is complete.
 # Columns the project added to its copy (data/validation/README.md, "Columns this project adds":
-# `compile`, `ep_dispatcher`, `ep_overlap`, `fsdp_float8_all_gather`, `float8_recipe`, `grad_reduce_dtype`, `etp`) are not in the shared files; they are carried over by row id into the refreshed copy,
+# `compile`, `ep_dispatcher`, `ep_overlap`, `fsdp_float8_all_gather`, `float8_recipe`, `grad_reduce_dtype`, `etp`,
+# `dp_shard`: any column the copy has and the shared file lacks) are carried over by row id into the refreshed copy,
 # placed where they were, and rows new to the copy leave them empty.
 # Corrections the project made to shared cells (data/validation/corrections.csv: file, id, column,
 # the shared value, the corrected value, the source) are applied again after the copy; a shared cell
