@@ -357,6 +357,28 @@ Scenario scenario_from_row(const CsvTable& t, size_t r, const HardwareLookup& lo
   return s;
 }
 
+const std::vector<std::string>& project_added_columns() {
+  static const std::vector<std::string> c = {"compile", "ep_dispatcher", "fsdp_float8_all_gather", "float8_recipe",
+                                             "etp", "grad_reduce_dtype", "dp_shard", "ep_overlap"};
+  return c;
+}
+
+CsvTable shared_columns_only(CsvTable t) {
+  const auto& added = project_added_columns();
+  for (std::string& name : t.header)
+    if (std::find(added.begin(), added.end(), name) != added.end()) name.clear();  // CsvTable::column: absent
+  if (const int a = t.column("attention"); a >= 0)
+    for (auto& row : t.rows) {
+      if (size_t(a) >= row.size()) continue;
+      try {
+        parse_attention_kernel(row[size_t(a)]);  // a kernel's name: the project's finer value
+        row[size_t(a)] = "flash";
+      } catch (const UsageError&) {
+      }
+    }
+  return t;
+}
+
 ValidationReport validate_runs(const CsvTable& t, const ValidationOptions& opt) {
   check_cells(t);
   ValidationReport rep;

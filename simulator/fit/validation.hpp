@@ -124,6 +124,13 @@ Scenario scenario_from_row(const CsvTable& table, size_t row, const HardwareLook
 
 ValidationReport validate_runs(const CsvTable& table, const ValidationOptions& options);
 
+// The columns this project added to its copy of the shared format (data/validation/README.md,
+// "Columns this project adds"; a test holds the two lists together).
+const std::vector<std::string>& project_added_columns();
+// The table as the shared format carries it, what a held-out row states: the project's columns
+// left out (read as absent) and a named flash kernel in `attention` read as the shared `flash`.
+CsvTable shared_columns_only(CsvTable table);
+
 // A cell's number; nothing when it is empty, "unknown" or not a number.
 std::optional<double> cell_number(const CsvTable& table, size_t row, const std::string& column);
 

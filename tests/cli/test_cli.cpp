@@ -242,6 +242,19 @@ TEST_CASE("validate --explain names PyTorch FSDP1 where a row's codebase ran it,
   CHECK_FALSE(contains(r.output, "FSDP1"));
 }
 
+TEST_CASE("validate --shared-columns reads a file as the shared format carries it") {
+  const std::string file = std::string(SIXFOLD_SOURCE_DIR) + "/bench/spot_checks/fms_fsdp.csv";
+  Result own = run_sixfold("validate " + file + " --explain FS1");
+  Result shared = run_sixfold("validate " + file + " --explain FS1 --shared-columns");
+  REQUIRE(own.code == 0);
+  REQUIRE(shared.code == 0);
+  CHECK(contains(own.output, "dp-shard=8"));  // the project's dp_shard column: hybrid sharding
+  CHECK_FALSE(contains(shared.output, "dp-shard"));
+  Result all = run_sixfold("validate " + file + " --shared-columns --json");
+  REQUIRE(all.code == 0);
+  CHECK(nlohmann::json::parse(all.output)["rows_scored"].get<int>() == 20);
+}
+
 TEST_CASE("validate: a row of a codebase no measured residual names takes its GPU's band, and says so") {
   // llm-foundry rows are priced with torchtitan's traits; the bands hold no llm-foundry run.
   const std::string file = "bench/spot_checks/llm_foundry_mpt.csv";

@@ -21,12 +21,12 @@ namespace {
 
 struct ValidateCommand {
   std::string file, cluster, explain;
-  bool json = false, rank = false, simulate = false, null_model = false;
+  bool json = false, rank = false, simulate = false, null_model = false, shared_columns = false;
 
   const char* predictor_name() const { return simulate ? "simulator" : "closed-form"; }
 
   int run() const {
-    const CsvTable table = read_csv(file);
+    const CsvTable table = shared_columns ? shared_columns_only(read_csv(file)) : read_csv(file);
     for (const char* col : {"id", "layers", "hidden", "heads", "vocab", "seq", "gpu", "gpus", "global_batch"})
       if (table.column(col) < 0) throw Error(file + ": missing column '" + col + "' (format: data/validation/README.md)");
     ValidationOptions opt;
@@ -278,6 +278,10 @@ Registrar reg("validate", "score predictions against measured runs (CSV, data/va
                "an accuracy figure must beat");
   app.add_flag("--simulate", cmd->simulate, "price every row with the step simulator instead of the closed form");
   app.add_flag("--rank", cmd->rank, "score the ranking of layouts within groups of the same model, GPUs and batch");
+  app.add_flag("--shared-columns", cmd->shared_columns,
+               "read each row as the shared validation format carries it, what a held-out run states: ignore the columns "
+               "this project added (compile, dp_shard, grad_reduce_dtype, ...; data/validation/README.md) and read a named "
+               "flash kernel as `flash`");
   app.add_option("--explain", cmd->explain,
                  "price only the row with this id and print how: the scenario its columns and fills made, memory and "
                  "step time by component (as `predict` prints them), measured against predicted");
