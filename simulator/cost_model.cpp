@@ -186,7 +186,8 @@ std::vector<StageTime> stage_times(const ModelSpec& model, const HardwareProfile
       const Seconds copy_f = dp.gather_copy_out, copy_b = dp.backward_gather_passes * dp.gather_copy_out;
       s.forward += copy_f;
       s.backward += copy_b;
-      s.compute += copy_f + copy_b;
+      s.gather_copy_out = copy_f + copy_b;
+      s.compute += s.gather_copy_out;
     }
     // One micro-batch's backward as it runs, exposed TP/CP/EP communication included: the DP
     // stream keeps reducing while the compute stream waits on those (the simulator does the same).
@@ -316,11 +317,7 @@ Prediction predict(const ModelSpec& model, const HardwareProfile& hw, const Work
     }
     for (const auto* ops : {&st.edges->pre_forward, &st.edges->pre_backward, &st.edges->post_forward, &st.edges->post_backward}) add(*ops, m);
     // FSDP2's gather copy-out runs on the compute stream with the layers (stage_times).
-    if (l.zero == 3) {
-      const DpTraffic dp = dp_traffic(model, hw, work, l, st);
-      if (!dp.gather_once && dp.gather_copy_out > 0)
-        by_class[OpClass::Elementwise] += m * (1 + dp.backward_gather_passes) * dp.gather_copy_out;
-    }
+    if (b.gather_copy_out > 0) by_class[OpClass::Elementwise] += m * b.gather_copy_out;
     for (const auto& [c, s] : by_class) p.compute_by_op_class.emplace_back(to_string(c), s);
   }
   TimeBreakdown& t = p.time;

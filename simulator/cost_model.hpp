@@ -23,6 +23,7 @@ struct StageTime {
   Seconds weight_grad = 0;                      // the backward's weight-gradient GEMMs (ZB-H1 defers them)
   Seconds tp = 0, cp = 0, ep = 0, pp = 0;       // exposed communication per micro-batch
   Seconds overhead = 0;                         // host dispatch time beyond the GPU's, per micro-batch
+  Seconds gather_copy_out = 0;                  // FSDP2's copy-out of its gathers, per micro-batch (part of compute)
   Seconds dp = 0;                               // exposed gradient reduction / ZeRO traffic per step
   Seconds post_step_gather = 0;                 // ZeRO-1/2: the exposed gather of the updated parameters (in dp)
   Seconds optimizer = 0;                        // per step

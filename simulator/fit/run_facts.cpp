@@ -330,9 +330,11 @@ RunFacts parse_run_facts(const std::string& framework, const std::string& framew
     throw Error("column 'ep_dispatcher': value '" + ep_dispatcher + "' is not alltoall, deepep, hybridep or empty");
   f.ep_overlap = flag01("ep_overlap", ep_overlap);
   f.fsdp_float8_all_gather = flag01("fsdp_float8_all_gather", fsdp_float8_all_gather);
-  // torchao's float8 training (Float8Linear, its FSDP2 float8 all-gather) is torchtitan's, and
-  // PyTorch FSDP's under framework 'other' (zero 3; the validator checks the row's zero).
-  if (f.fsdp_float8_all_gather.value_or(false) && f.codebase != "torchtitan" && f.codebase != "other")
+  // The PyTorch-only columns (torch.compile, torchao's float8 training and its FSDP2 float8
+  // all-gather) are torchtitan's, and PyTorch FSDP's under framework 'other' (zero 3; the validator
+  // checks the row's zero).
+  const bool pytorch_columns = f.codebase == "torchtitan" || f.codebase == "other";
+  if (f.fsdp_float8_all_gather.value_or(false) && !pytorch_columns)
     throw Error("column 'fsdp_float8_all_gather': value '1' with framework '" + f.codebase +
                 "': it is torchao's FSDP float8 all-gather (torchtitan's enable_fsdp_float8_all_gather), priced for "
                 "torchtitan and for PyTorch FSDP under framework 'other' with zero 3 (0 or empty for other codebases)");
@@ -343,7 +345,7 @@ RunFacts parse_run_facts(const std::string& framework, const std::string& framew
       throw Error("column 'float8_recipe': value '" + float8_recipe +
                   "' is not tensorwise, rowwise, rowwise_with_gw_hp or empty");
     }
-    if (f.codebase != "torchtitan" && f.codebase != "other")
+    if (!pytorch_columns)
       throw Error("column 'float8_recipe': value '" + float8_recipe + "' with framework '" + f.codebase +
                   "': it is torchao's float8 recipe (torchtitan's recipe_name), priced for torchtitan and for PyTorch "
                   "FSDP under framework 'other' with zero 3 (empty for other codebases)");
@@ -357,7 +359,7 @@ RunFacts parse_run_facts(const std::string& framework, const std::string& framew
     throw Error("column 'grad_reduce_dtype': value 'bf16' with framework '" + f.codebase +
                 "': it is Megatron-LM's --grad-reduce-in-bf16, or FSDP's bf16 reduce dtype under torchtitan, "
                 "llm-foundry (Composer) or framework other (fp32 or empty for other codebases)");
-  if (f.compile.value_or(false) && f.codebase != "torchtitan" && f.codebase != "other")
+  if (f.compile.value_or(false) && !pytorch_columns)
     throw Error("column 'compile': value '1' with framework '" + f.codebase +
                 "': torch.compile is modelled as torchtitan's training.compile, and PyTorch FSDP's under framework "
                 "'other' with zero 3 (0 or empty for other codebases)");
